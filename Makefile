@@ -1,0 +1,28 @@
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: venv demo test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+demo: venv
+	$(VENV)/bin/groupkit demo
+
+lint: venv
+	$(VENV)/bin/ruff check groupkit assignors tests bench examples
+
+test: venv lint
+	$(PY) -m pytest -q -n 2 -p no:cacheprovider
+
+bench: venv
+	$(PY) bench/decode.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis
