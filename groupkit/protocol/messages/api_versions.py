@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 from groupkit.protocol.schema import (
-    BOOL, INT16, INT32, INT64, STRING, Array, Request, Response, Struct, f, message, pair, struct,
+    BOOL,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    Array,
+    Request,
+    Response,
+    Struct,
+    f,
+    message,
+    pair,
+    struct,
 )
 
 
