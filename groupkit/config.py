@@ -1,0 +1,205 @@
+"""Client settings, named as the Java client names them (in snake_case), with its defaults.
+
+Every setting is checked when the client is built: a bad value, an unknown name or a
+contradiction between two settings raises :class:`~groupkit.errors.ConfigError` naming it.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+from groupkit.errors import ConfigError
+
+C = TypeVar("C", bound="ClientConfig")
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+COMPRESSION_TYPES = (None, "gzip", "snappy", "lz4", "zstd")
+
+
+def _at_least(low: int) -> Callable[[Any, attrs.Attribute, Any], None]:
+    def check(_: Any, a: attrs.Attribute, value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{a.name} must be an integer, not {value!r}")
+        if value < low:
+            raise ConfigError(f"{a.name} must be at least {low}, not {value}")
+    return check
+
+
+def _one_of(*choices: Any) -> Callable[[Any, attrs.Attribute, Any], None]:
+    def check(_: Any, a: attrs.Attribute, value: Any) -> None:
+        if value not in choices:
+            shown = ", ".join(repr(c) for c in choices)
+            raise ConfigError(f"{a.name} must be one of {shown}, not {value!r}")
+    return check
+
+
+def _flag(_: Any, a: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{a.name} must be True or False, not {value!r}")
+
+
+def _optional_text(_: Any, a: attrs.Attribute, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(f"{a.name} must be a non-empty string or None, not {value!r}")
+
+
+def parse_bootstrap(value: Any) -> tuple[tuple[str, int], ...]:
+    """Turn "h1:9092,h2:9092" or ["h1:9092", ("h2", 9092)] into ((host, port), ...)."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    servers = []
+    for item in items:
+        if isinstance(item, tuple) and len(item) == 2:
+            host, port = item
+        else:
+            text = str(item).strip()
+            host, sep, port_text = text.rpartition(":")
+            if not sep or not host or not port_text.isdigit():
+                raise ConfigError(
+                    f"bootstrap_servers entry {text!r} is not host:port (e.g. 'localhost:9092')")
+            port = int(port_text)
+        host = host.strip("[]")
+        if not 0 < int(port) < 65536:
+            raise ConfigError(f"bootstrap_servers port {port} is out of range")
+        servers.append((host, int(port)))
+    if not servers:
+        raise ConfigError("bootstrap_servers is empty: give at least one 'host:port'")
+    return tuple(servers)
+
+
+@attrs.frozen(kw_only=True)
+class ClientConfig:
+    """Settings shared by every client: where the brokers are and how to talk to them."""
+
+    bootstrap_servers: tuple[tuple[str, int], ...] = attrs.field(converter=parse_bootstrap)
+    client_id: str = attrs.field(default="groupkit", validator=_optional_text)
+    request_timeout_ms: int = attrs.field(default=30000, validator=_at_least(1))
+    socket_connection_setup_timeout_ms: int = attrs.field(default=10000, validator=_at_least(1))
+    reconnect_backoff_ms: int = attrs.field(default=50, validator=_at_least(0))
+    reconnect_backoff_max_ms: int = attrs.field(default=1000, validator=_at_least(0))
+    retry_backoff_ms: int = attrs.field(default=100, validator=_at_least(0))
+    retry_backoff_max_ms: int = attrs.field(default=1000, validator=_at_least(0))
+    metadata_max_age_ms: int = attrs.field(default=300000, validator=_at_least(0))
+    connections_max_idle_ms: int = attrs.field(default=540000, validator=_at_least(-1))
+    max_frame_size: int = attrs.field(default=100 * 1024 * 1024, validator=_at_least(1024))
+    security_protocol: str = attrs.field(default="PLAINTEXT",
+                                         validator=_one_of(*SECURITY_PROTOCOLS))
+    sasl_mechanism: str = attrs.field(default="PLAIN", validator=_one_of(*SASL_MECHANISMS))
+    sasl_plain_username: str | None = attrs.field(default=None, validator=_optional_text)
+    sasl_plain_password: str | None = attrs.field(default=None, repr=False,
+                                                  validator=_optional_text)
+    ssl_cafile: str | None = attrs.field(default=None, validator=_optional_text)
+    ssl_certfile: str | None = attrs.field(default=None, validator=_optional_text)
+    ssl_keyfile: str | None = attrs.field(default=None, validator=_optional_text)
+    ssl_password: str | None = attrs.field(default=None, repr=False, validator=_optional_text)
+    ssl_check_hostname: bool = attrs.field(default=True, validator=_flag)
+
+    def __attrs_post_init__(self) -> None:
+        if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:
+            raise ConfigError("reconnect_backoff_max_ms must be >= reconnect_backoff_ms")
+        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+            raise ConfigError("retry_backoff_max_ms must be >= retry_backoff_ms")
+        if self.security_protocol.startswith("SASL") and (
+                self.sasl_plain_username is None or self.sasl_plain_password is None):
+            raise ConfigError(
+                f"security_protocol={self.security_protocol} needs sasl_plain_username and"
+                " sasl_plain_password")
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol.startswith("SASL")
+
+    @classmethod
+    def from_kwargs(cls: type[C], settings: Mapping[str, Any]) -> C:
+        """Build from keyword settings; an unknown name raises ConfigError with a suggestion."""
+        known = {a.name for a in attrs.fields(cls)}
+        for name in settings:
+            if name not in known:
+                close = difflib.get_close_matches(name, sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"unknown setting {name!r} for {cls.__name__}{hint}")
+        if "bootstrap_servers" not in settings:
+            raise ConfigError("bootstrap_servers is required: give at least one 'host:port'")
+        return cls(**settings)
+
+
+@attrs.frozen(kw_only=True)
+class ConsumerConfig(ClientConfig):
+    """Settings of a Consumer, with the Java consumer's defaults."""
+
+    group_id: str | None = attrs.field(default=None, validator=_optional_text)
+    group_instance_id: str | None = attrs.field(default=None, validator=_optional_text)
+    session_timeout_ms: int = attrs.field(default=45000, validator=_at_least(1))
+    heartbeat_interval_ms: int = attrs.field(default=3000, validator=_at_least(1))
+    max_poll_interval_ms: int = attrs.field(default=300000, validator=_at_least(1))
+    rebalance_timeout_ms: int | None = attrs.field(default=None)
+    max_poll_records: int = attrs.field(default=500, validator=_at_least(1))
+    auto_offset_reset: str = attrs.field(default="latest",
+                                         validator=_one_of("earliest", "latest", "none"))
+    enable_auto_commit: bool = attrs.field(default=True, validator=_flag)
+    auto_commit_interval_ms: int = attrs.field(default=5000, validator=_at_least(0))
+    assignors: tuple[Any, ...] = attrs.field(default=("range", "cooperative-sticky"),
+                                             converter=tuple)
+    client_rack: str | None = attrs.field(default=None, validator=_optional_text)
+    fetch_min_bytes: int = attrs.field(default=1, validator=_at_least(1))
+    fetch_max_bytes: int = attrs.field(default=52428800, validator=_at_least(1))
+    fetch_max_wait_ms: int = attrs.field(default=500, validator=_at_least(0))
+    max_partition_fetch_bytes: int = attrs.field(default=1048576, validator=_at_least(1))
+    isolation_level: str = attrs.field(default="read_uncommitted",
+                                       validator=_one_of("read_uncommitted", "read_committed"))
+    check_crcs: bool = attrs.field(default=True, validator=_flag)
+    allow_auto_create_topics: bool = attrs.field(default=True, validator=_flag)
+    default_api_timeout_ms: int = attrs.field(default=60000, validator=_at_least(1))
+    leave_group_on_close: bool | None = attrs.field(default=None)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        if self.heartbeat_interval_ms >= self.session_timeout_ms:
+            raise ConfigError(
+                f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be lower than"
+                f" session_timeout_ms ({self.session_timeout_ms}); a third of it is usual")
+        if self.rebalance_timeout_ms is not None:
+            _at_least(1)(self, attrs.fields(ConsumerConfig).rebalance_timeout_ms,
+                         self.rebalance_timeout_ms)
+        if not self.assignors:
+            raise ConfigError("assignors is empty: name at least one, e.g. ['range']")
+        if self.group_instance_id is not None and self.group_id is None:
+            raise ConfigError("group_instance_id needs a group_id")
+        if self.leave_group_on_close is not None:
+            _flag(self, attrs.fields(ConsumerConfig).leave_group_on_close,
+                  self.leave_group_on_close)
+
+    @property
+    def effective_rebalance_timeout_ms(self) -> int:
+        return self.rebalance_timeout_ms or self.max_poll_interval_ms
+
+    @property
+    def sends_leave_on_close(self) -> bool:
+        """Dynamic members leave on close; static ones only when asked (their id comes back)."""
+        if self.leave_group_on_close is not None:
+            return self.leave_group_on_close
+        return self.group_instance_id is None
+
+
+@attrs.frozen(kw_only=True)
+class ProducerConfig(ClientConfig):
+    """Settings of the Producer (small: for tests, examples and benchmarks)."""
+
+    acks: int = attrs.field(default=-1, converter=lambda v: -1 if v == "all" else v,
+                            validator=_one_of(-1, 0, 1))
+    compression: str | None = attrs.field(default=None, validator=_one_of(*COMPRESSION_TYPES))
+    linger_ms: int = attrs.field(default=5, validator=_at_least(0))
+    batch_size: int = attrs.field(default=16384, validator=_at_least(1))
+    max_request_size: int = attrs.field(default=1048576, validator=_at_least(1))
+    buffer_memory: int = attrs.field(default=33554432, validator=_at_least(1))
+    delivery_timeout_ms: int = attrs.field(default=120000, validator=_at_least(1))
+    retries: int = attrs.field(default=2147483647, validator=_at_least(0))
+    max_in_flight_requests_per_connection: int = attrs.field(default=5, validator=_at_least(1))

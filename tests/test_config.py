@@ -1,0 +1,72 @@
+"""Settings are checked up front: a bad value names the setting and says what is wanted."""
+
+import pytest
+
+from groupkit.config import ConsumerConfig, ProducerConfig, parse_bootstrap
+from groupkit.errors import ConfigError
+
+
+def test_java_defaults():
+    c = ConsumerConfig.from_kwargs({"bootstrap_servers": "localhost:9092", "group_id": "g"})
+    assert c.session_timeout_ms == 45000
+    assert c.heartbeat_interval_ms == 3000
+    assert c.max_poll_interval_ms == 300000
+    assert c.effective_rebalance_timeout_ms == 300000
+    assert c.auto_offset_reset == "latest"
+    assert c.enable_auto_commit is True
+    assert c.assignors == ("range", "cooperative-sticky")
+    assert c.bootstrap_servers == (("localhost", 9092),)
+
+
+def test_bootstrap_forms():
+    assert parse_bootstrap("a:1, b:2") == (("a", 1), ("b", 2))
+    assert parse_bootstrap(["[::1]:9092", ("h", 5)]) == (("::1", 9092), ("h", 5))
+    for bad in ["", "nohost", "h:x", "h:70000", []]:
+        with pytest.raises(ConfigError, match="bootstrap_servers"):
+            parse_bootstrap(bad)
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("session_timeout_ms", -1),
+    ("session_timeout_ms", "45000"),
+    ("auto_offset_reset", "oldest"),
+    ("isolation_level", "committed"),
+    ("enable_auto_commit", "yes"),
+    ("max_poll_records", 0),
+    ("security_protocol", "TLS"),
+    ("rebalance_timeout_ms", 0),
+])
+def test_bad_values_name_the_setting(name, value):
+    with pytest.raises(ConfigError, match=name):
+        ConsumerConfig.from_kwargs({"bootstrap_servers": "h:1", "group_id": "g", name: value})
+
+
+def test_unknown_setting_suggests_the_right_name():
+    with pytest.raises(ConfigError, match="did you mean 'session_timeout_ms'"):
+        ConsumerConfig.from_kwargs({"bootstrap_servers": "h:1", "session_timeout": 10})
+
+
+def test_cross_field_rules():
+    with pytest.raises(ConfigError, match="heartbeat_interval_ms"):
+        ConsumerConfig(bootstrap_servers="h:1", session_timeout_ms=3000,
+                       heartbeat_interval_ms=3000)
+    with pytest.raises(ConfigError, match="sasl_plain_username"):
+        ConsumerConfig(bootstrap_servers="h:1", security_protocol="SASL_PLAINTEXT")
+    with pytest.raises(ConfigError, match="group_id"):
+        ConsumerConfig(bootstrap_servers="h:1", group_instance_id="static-1")
+
+
+def test_static_members_stay_on_close_unless_asked():
+    assert ConsumerConfig(bootstrap_servers="h:1", group_id="g").sends_leave_on_close
+    static = ConsumerConfig(bootstrap_servers="h:1", group_id="g", group_instance_id="i")
+    assert not static.sends_leave_on_close
+    asked = ConsumerConfig(bootstrap_servers="h:1", group_id="g", group_instance_id="i",
+                           leave_group_on_close=True)
+    assert asked.sends_leave_on_close
+
+
+def test_secrets_stay_out_of_repr():
+    c = ProducerConfig(bootstrap_servers="h:1", security_protocol="SASL_PLAINTEXT",
+                       sasl_plain_username="u", sasl_plain_password="hunter2", acks="all")
+    assert "hunter2" not in repr(c)
+    assert c.acks == -1
