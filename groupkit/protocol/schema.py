@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import attrs
 
 from groupkit.errors import CorruptFrame, FieldVersionError, UnsupportedVersionError
-from groupkit.protocol.primitives import Reader, Writer
+from groupkit.protocol.primitives import NULL_UUID, Reader, Writer
 
 WriteFn = Callable[[Writer, Any], None]
 ReadFn = Callable[[Reader], Any]
@@ -83,7 +83,7 @@ UINT16 = _Fixed("uint16", 0)
 UINT32 = _Fixed("uint32", 0)
 FLOAT64 = _Fixed("float64", 0.0)
 BOOL = _Fixed("boolean", False)
-UUID = _Fixed("uuid", None)
+UUID = _Fixed("uuid", NULL_UUID)
 
 
 @attrs.frozen
