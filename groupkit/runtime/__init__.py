@@ -1,0 +1,1 @@
+"""Threads and sockets: broker connections, and the runtime built on them."""

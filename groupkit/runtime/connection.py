@@ -1,0 +1,478 @@
+"""One TCP connection to one broker: pipelined requests, futures, timeouts and reconnects.
+
+``BrokerConnection.send(request)`` writes the frame and returns a ``concurrent.futures.Future``
+at once. A reader thread per socket matches responses to requests by correlation id, in order,
+and completes their futures, so a long-poll Fetch never delays a Heartbeat sent after it. A
+watchdog thread per socket fails requests that outlive their timeout and then closes the
+socket (later responses would be out of order), like the Java client. Any socket failure fails
+every waiter at once with KafkaConnectionError; the next ``send`` reconnects after an
+exponential backoff with jitter.
+
+Future callbacks run on the reader thread: keep them short and never block in them.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import random
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+import attrs
+
+from groupkit.errors import (
+    AuthenticationError,
+    ConfigError,
+    CorruptFrame,
+    GroupkitError,
+    KafkaConnectionError,
+    RequestTimeoutError,
+    UnsupportedVersionError,
+    check_error,
+)
+from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from groupkit.protocol.headers import (
+    decode_response_frame,
+    encode_request_frame,
+    peek_correlation_id,
+)
+from groupkit.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from groupkit.protocol.schema import Request, Response
+from groupkit.protocol.versions import negotiate
+from groupkit.runtime.sasl import SaslCredentials, authenticate
+from groupkit.runtime.tls import SerialTlsSocket, TlsConfig
+
+__all__ = ["BrokerConnection", "RequestSent", "ResponseReceived", "backoff_ms"]
+
+log = logging.getLogger(__name__)
+
+_API_VERSIONS = 18
+_PRODUCE = 0
+_SASL_AUTHENTICATE = 36
+_UNSUPPORTED_VERSION = 35
+_RECV_BYTES = 256 * 1024
+
+
+@attrs.frozen
+class RequestSent:
+    """A request frame was written to the socket."""
+
+    broker: str
+    api_key: int
+    api_version: int
+    correlation_id: int
+    size: int
+
+
+@attrs.frozen
+class ResponseReceived:
+    """A request finished: with its response (``error`` None) or with the exception it failed with."""
+
+    broker: str
+    api_key: int
+    api_version: int
+    correlation_id: int
+    latency_s: float
+    error: BaseException | None = None
+
+
+#: Called on the sending or reader thread; it must be quick and must not raise.
+MetricsHook = Callable[[RequestSent | ResponseReceived], None]
+
+
+def backoff_ms(failures: int, base_ms: int, max_ms: int, jitter: float) -> float:
+    """Reconnect delay after ``failures`` consecutive failures: exponential, capped, ±20%.
+
+    ``jitter`` is a number in [0, 1) (e.g. ``random.random()``); 0.5 gives the exact value.
+    """
+    if failures <= 0:
+        return 0.0
+    exact = min(float(max_ms), base_ms * 2.0 ** (failures - 1))
+    return exact * (0.8 + 0.4 * jitter)
+
+
+@attrs.define(eq=False)
+class _Pending:
+    correlation_id: int
+    api_key: int
+    version: int
+    response_cls: type[Response]
+    future: Future[Any]
+    sent_at: float
+    deadline: float
+
+
+@attrs.define(eq=False)
+class _Link:
+    """One socket's lifetime: its in-flight requests and its reader and watchdog threads."""
+
+    sock: socket.socket | SerialTlsSocket
+    decoder: FrameDecoder
+    cond: threading.Condition = attrs.field(factory=threading.Condition)
+    pending: collections.deque[_Pending] = attrs.field(factory=collections.deque)
+    versions: dict[int, int] = attrs.field(factory=dict)
+    closed: bool = False
+
+
+@attrs.define(eq=False)
+class BrokerConnection:
+    """A pipelined connection to ``host:port``; ``send`` connects (and reconnects) on demand.
+
+    Versions are negotiated with ApiVersions on every connect; ``send(request)`` uses the
+    highest version both sides speak unless told otherwise. ``close()`` fails what is in flight.
+    """
+
+    host: str
+    port: int
+    client_id: str = "groupkit"
+    request_timeout_ms: int = 30_000
+    connect_timeout_ms: int = 10_000
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 1_000
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+    tls: TlsConfig | None = None
+    sasl: SaslCredentials | None = None
+    metrics_hook: MetricsHook | None = attrs.field(default=None, repr=False)
+    jitter: Callable[[], float] = attrs.field(default=random.random, repr=False)
+    _link: _Link | None = attrs.field(default=None, init=False, repr=False)
+    _state_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
+    _connect_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
+    _write_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
+    _ssl_context: ssl.SSLContext | None = attrs.field(default=None, init=False, repr=False)
+    _next_correlation_id: int = attrs.field(default=0, init=False, repr=False)
+    _failures: int = attrs.field(default=0, init=False, repr=False)
+    _retry_at: float = attrs.field(default=0.0, init=False, repr=False)
+    _closed: bool = attrs.field(default=False, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("request_timeout_ms", "connect_timeout_ms", "reconnect_backoff_ms",
+                     "reconnect_backoff_max_ms", "max_frame_size"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be > 0, not {getattr(self, name)}")
+        if self.tls is not None:
+            self._ssl_context = self.tls.context()
+
+    @property
+    def address(self) -> str:
+        """``host:port`` of the broker."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def connected(self) -> bool:
+        """Whether a socket is open and its handshake (versions, SASL) is done."""
+        link = self._link
+        return link is not None and not link.closed and bool(link.versions)
+
+    @property
+    def versions(self) -> dict[int, int]:
+        """API key -> the version negotiated on the current socket (empty when disconnected)."""
+        link = self._link
+        return dict(link.versions) if link is not None else {}
+
+    def in_flight(self) -> int:
+        """How many requests are waiting for their response."""
+        link = self._link
+        if link is None:
+            return 0
+        with link.cond:
+            return len(link.pending)
+
+    # --- connecting ----------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        """Connect and handshake now unless already connected; raises what went wrong.
+
+        Waits out the reconnect backoff left by an earlier failure first.
+        """
+        with self._connect_lock:
+            if self._closed:
+                raise KafkaConnectionError(f"the connection to {self.address} was closed by "
+                                           "close(); create a new BrokerConnection")
+            if self.connected:
+                return
+            delay = self._retry_at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            try:
+                self._open()
+            except BaseException:
+                self._failures += 1
+                self._retry_at = time.monotonic() + backoff_ms(
+                    self._failures, self.reconnect_backoff_ms, self.reconnect_backoff_max_ms,
+                    self.jitter()) / 1000
+                raise
+            self._failures = 0
+            self._retry_at = 0.0
+
+    def _open(self) -> None:
+        timeout = self.connect_timeout_ms / 1000
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=timeout)
+        except OSError as exc:
+            raise KafkaConnectionError(
+                f"cannot connect to {self.address}: {exc}; check that the broker runs and "
+                "bootstrap_servers is right") from None
+        stream: socket.socket | SerialTlsSocket = sock
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._ssl_context is not None:
+                sock = self._ssl_context.wrap_socket(sock, server_hostname=self.host)
+                stream = SerialTlsSocket(sock)
+            else:
+                sock.settimeout(None)
+        except ssl.SSLError as exc:
+            sock.close()
+            detail = exc.reason or str(exc)
+            if isinstance(exc, ssl.SSLCertVerificationError):
+                detail = f"{detail} ({exc.verify_message})"
+            raise KafkaConnectionError(
+                f"TLS handshake with {self.address} failed: {detail}; check the CA file and "
+                "that the broker's certificate names this host") from None
+        except OSError as exc:
+            sock.close()
+            raise KafkaConnectionError(f"connection to {self.address} failed during setup: "
+                                       f"{exc}") from None
+        link = _Link(stream, FrameDecoder(self.max_frame_size))
+        with self._state_lock:
+            if self._closed:
+                stream.close()
+                raise KafkaConnectionError(f"the connection to {self.address} was closed by "
+                                           "close() while connecting")
+            self._link = link
+        threading.Thread(target=self._read_loop, args=(link,), daemon=True,
+                         name=f"groupkit-reader-{self.address}").start()
+        threading.Thread(target=self._watch_loop, args=(link,), daemon=True,
+                         name=f"groupkit-watchdog-{self.address}").start()
+        try:
+            versions = self._negotiate(link, timeout)
+            if self.sasl is not None:
+                auth_version = versions.get(_SASL_AUTHENTICATE)
+                if auth_version is None:
+                    raise AuthenticationError(f"{self.address} does not support SaslAuthenticate;"
+                                              " it cannot be used with SASL settings")
+                authenticate(lambda req, v: self._call(link, req, v, timeout), self.sasl,
+                             auth_version)
+        except BaseException as exc:
+            self._fail_link(link, KafkaConnectionError(
+                f"handshake with {self.address} failed: {exc}"))
+            raise
+        link.versions = versions
+
+    def _negotiate(self, link: _Link, timeout: float) -> dict[int, int]:
+        version = ApiVersionsRequest.MAX_VERSION
+        response = self._call(link, ApiVersionsRequest(), version, timeout)
+        assert isinstance(response, ApiVersionsResponse)
+        if response.error_code == _UNSUPPORTED_VERSION:
+            # The broker answered in v0 and listed its own ApiVersions range: use the best shared.
+            theirs = {k.api_key: k.max_version for k in response.api_keys}
+            version = min(version, theirs.get(_API_VERSIONS, 0))
+            response = self._call(link, ApiVersionsRequest(), version, timeout)
+            assert isinstance(response, ApiVersionsResponse)
+        check_error(response.error_code)
+        return negotiate(response)
+
+    def _call(self, link: _Link, request: Request, version: int, timeout: float) -> Response:
+        future = self._send_on(link, request, version, timeout)
+        try:
+            # The watchdog fails the future at ``timeout``; the margin only guards against a hang.
+            result: Response = future.result(timeout + 5)
+        except FutureTimeout:
+            raise RequestTimeoutError(f"{type(request).__name__} to {self.address} got no "
+                                      f"response within {timeout} s") from None
+        return result
+
+    # --- sending -------------------------------------------------------------------------------
+
+    def send(self, request: Request, version: int | None = None, *,
+             timeout_ms: int | None = None) -> Future[Any]:
+        """Send ``request`` and return a Future of its response; never waits for other replies.
+
+        Connects first if needed. The Future fails with KafkaConnectionError (socket trouble),
+        RequestTimeoutError (no answer within ``timeout_ms``, default ``request_timeout_ms``),
+        CorruptFrame, UnsupportedVersionError or AuthenticationError. A Produce with
+        ``acks=0`` gets no response: its Future holds None once the frame is written.
+        """
+        try:
+            self.connect()
+            link = self._link
+            if link is None or link.closed:
+                raise KafkaConnectionError(f"the connection to {self.address} closed while "
+                                           "connecting; send again to reconnect")
+            if version is None:
+                version = self._negotiated(link, request)
+            timeout = (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
+            return self._send_on(link, request, version, timeout)
+        except GroupkitError as exc:
+            failed: Future[Any] = Future()
+            failed.set_exception(exc)
+            return failed
+
+    def _negotiated(self, link: _Link, request: Request) -> int:
+        version = link.versions.get(request.API_KEY)
+        if version is None:
+            raise UnsupportedVersionError(
+                f"the broker at {self.address} and groupkit share no version of "
+                f"{type(request).__name__} (API key {request.API_KEY}); use a broker that has it")
+        return version
+
+    def _send_on(self, link: _Link, request: Request, version: int,
+                 timeout: float) -> Future[Any]:
+        future: Future[Any] = Future()
+        future.set_running_or_notify_cancel()
+        expects_response = not (request.API_KEY == _PRODUCE and getattr(request, "acks", 1) == 0)
+        with self._write_lock:
+            correlation_id = self._next_correlation_id
+            self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+            frame = encode_request_frame(request, version, correlation_id, self.client_id)
+            now = time.monotonic()
+            with link.cond:
+                if link.closed:
+                    raise KafkaConnectionError(f"the connection to {self.address} is closed; "
+                                               "send again to reconnect")
+                if expects_response:
+                    link.pending.append(_Pending(correlation_id, request.API_KEY, version,
+                                                 type(request).Response, future, now,
+                                                 now + timeout))
+                    link.cond.notify_all()
+            try:
+                link.sock.sendall(frame)
+            except (OSError, ValueError) as exc:
+                self._fail_link(link, KafkaConnectionError(
+                    f"writing to {self.address} failed: {exc}; the next send reconnects"))
+                if not expects_response:
+                    future.set_exception(KafkaConnectionError(
+                        f"writing to {self.address} failed: {exc}"))
+                return future
+        self._emit(RequestSent(self.address, request.API_KEY, version, correlation_id,
+                               len(frame)))
+        if not expects_response:
+            future.set_result(None)
+        return future
+
+    # --- receiving -----------------------------------------------------------------------------
+
+    def _read_loop(self, link: _Link) -> None:
+        try:
+            while True:
+                data = link.sock.recv(_RECV_BYTES)
+                if not data:
+                    raise KafkaConnectionError(f"{self.address} closed the connection")
+                for frame in link.decoder.feed(data):
+                    self._complete(link, frame)
+        except GroupkitError as exc:
+            self._fail_link(link, exc)
+        except (OSError, ValueError) as exc:
+            self._fail_link(link, KafkaConnectionError(
+                f"the connection to {self.address} broke: {exc}; the next send reconnects"))
+
+    def _complete(self, link: _Link, frame: bytes) -> None:
+        correlation_id = peek_correlation_id(frame)
+        with link.cond:
+            head = link.pending[0] if link.pending else None
+            if head is None or head.correlation_id != correlation_id:
+                expected = "none" if head is None else str(head.correlation_id)
+                raise CorruptFrame(
+                    f"{self.address} sent a response with correlation id {correlation_id} but "
+                    f"the oldest request in flight has {expected}; the stream is out of step, "
+                    "so the connection is closed")
+        response = _decode(frame, head)
+        with link.cond:
+            if link.closed:
+                return
+            link.pending.popleft()
+        head.future.set_result(response)
+        self._emit(ResponseReceived(self.address, head.api_key, head.version, correlation_id,
+                                    time.monotonic() - head.sent_at))
+
+    def _watch_loop(self, link: _Link) -> None:
+        with link.cond:
+            while not link.closed:
+                now = time.monotonic()
+                expired = next((p for p in link.pending if p.deadline <= now), None)
+                if expired is not None:
+                    break
+                wait = min((p.deadline for p in link.pending), default=now + 3600) - now
+                link.cond.wait(wait)
+            else:
+                return
+        timeout_ms = round((expired.deadline - expired.sent_at) * 1000)
+        api = expired.response_cls.__name__.removesuffix("Response")
+        self._fail_link(link, RequestTimeoutError(
+            f"{api} v{expired.version} to {self.address} got no response within {timeout_ms} ms;"
+            " the connection is closed and the next send reconnects"), expired)
+
+    # --- failing and closing -------------------------------------------------------------------
+
+    def _fail_link(self, link: _Link, error: GroupkitError,
+                   culprit: _Pending | None = None) -> None:
+        """Close ``link`` and fail all its waiters: ``culprit`` with ``error``, the rest with
+        a KafkaConnectionError that says why."""
+        with link.cond:
+            if link.closed:
+                return
+            link.closed = True
+            waiters = list(link.pending)
+            link.pending.clear()
+            link.cond.notify_all()
+        with contextlib.suppress(OSError):
+            link.sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
+            link.sock.close()
+        with self._state_lock:
+            if self._link is link:
+                self._link = None
+        if not self._closed:
+            # An idle connection closed by the broker (connections.max.idle.ms) is routine.
+            log.log(logging.WARNING if waiters else logging.INFO,
+                    "connection to %s closed: %s", self.address, error)
+        now = time.monotonic()
+        for pending in waiters:
+            if pending is culprit or (culprit is None and isinstance(error, KafkaConnectionError)):
+                exc: GroupkitError = error
+            else:
+                exc = KafkaConnectionError(f"the connection to {self.address} was closed: {error}")
+                exc.__cause__ = error
+            pending.future.set_exception(exc)
+            self._emit(ResponseReceived(self.address, pending.api_key, pending.version,
+                                        pending.correlation_id, now - pending.sent_at, exc))
+
+    def close(self) -> None:
+        """Close the socket for good; requests in flight fail with KafkaConnectionError."""
+        with self._state_lock:
+            self._closed = True
+            link = self._link
+        if link is not None:
+            self._fail_link(link, KafkaConnectionError(
+                f"the connection to {self.address} was closed by close()"))
+
+    def __enter__(self) -> BrokerConnection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _emit(self, event: RequestSent | ResponseReceived) -> None:
+        if self.metrics_hook is None:
+            return
+        try:
+            self.metrics_hook(event)
+        except Exception:
+            log.exception("metrics hook failed on %s", type(event).__name__)
+
+
+def _decode(frame: bytes, pending: _Pending) -> Response:
+    try:
+        return decode_response_frame(frame, pending.response_cls, pending.version)[1]
+    except CorruptFrame:
+        if pending.api_key != _API_VERSIONS or pending.version == 0:
+            raise
+    # A broker that does not know our ApiVersions version answers in v0 with error 35 (KIP-511).
+    return decode_response_frame(frame, pending.response_cls, 0)[1]

@@ -1,0 +1,353 @@
+"""BrokerConnection against a scripted fake broker: the faults a real broker will not produce
+on demand (silence, wrong correlation ids), proof of pipelining, and SASL exchanges with a
+SCRAM server side written here (Tansu 0.6.0 with memory storage cannot hold SASL users)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from groupkit.errors import (
+    AuthenticationError,
+    KafkaConnectionError,
+    RequestTimeoutError,
+)
+from groupkit.protocol.framing import FrameDecoder
+from groupkit.protocol.headers import RequestHeader, decode_request_frame, encode_response_frame
+from groupkit.protocol.messages.api_versions import (
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+)
+from groupkit.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from groupkit.protocol.messages.produce import ProduceRequest
+from groupkit.protocol.messages.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
+from groupkit.protocol.schema import Request
+from groupkit.protocol.versions import CLIENT_VERSIONS
+from groupkit.runtime.connection import BrokerConnection, ResponseReceived
+from groupkit.runtime.sasl import SaslCredentials
+
+Handler = Callable[[socket.socket, RequestHeader, Request], None]
+
+
+def reply(sock: socket.socket, header: RequestHeader, response, correlation_id=None) -> None:
+    cid = header.correlation_id if correlation_id is None else correlation_id
+    sock.sendall(encode_response_frame(response, header.api_version, cid))
+
+
+def api_versions(sock: socket.socket, header: RequestHeader, request: Request) -> None:
+    keys = [ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in CLIENT_VERSIONS.items()]
+    reply(sock, header, ApiVersionsResponse(error_code=0, api_keys=keys))
+
+
+class FakeBroker:
+    """Accepts connections; answers ApiVersions itself and hands every other request to
+    ``handler``, which may reply, stay silent or misbehave."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.received: list[RequestHeader] = []
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
+
+    def _serve(self, sock: socket.socket) -> None:
+        decoder = FrameDecoder()
+        with sock:
+            while True:
+                try:
+                    data = sock.recv(65536)
+                except OSError:
+                    return
+                if not data:
+                    return
+                for frame in decoder.feed(data):
+                    header, request = decode_request_frame(frame)
+                    self.received.append(header)
+                    if header.api_key == 18:
+                        api_versions(sock, header, request)
+                    else:
+                        self.handler(sock, header, request)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.fixture
+def fake_broker():
+    brokers: list[FakeBroker] = []
+
+    def make(handler: Handler) -> FakeBroker:
+        broker = FakeBroker(handler)
+        brokers.append(broker)
+        return broker
+
+    yield make
+    for broker in brokers:
+        broker.close()
+
+
+def metadata_reply(sock, header, request) -> None:
+    reply(sock, header, MetadataResponse())
+
+
+def test_requests_are_pipelined_not_serialised(fake_broker) -> None:
+    # The fake answers nothing until it holds 20 requests: a client that waited for each
+    # response before sending the next would never see one.
+    held: list[RequestHeader] = []
+
+    def hold_then_answer(sock, header, request) -> None:
+        held.append(header)
+        if len(held) == 20:
+            for h in held:
+                reply(sock, h, MetadataResponse())
+
+    broker = fake_broker(hold_then_answer)
+    with BrokerConnection("127.0.0.1", broker.port, request_timeout_ms=10_000) as conn:
+        futures = [conn.send(MetadataRequest()) for _ in range(20)]
+        results = [f.result(10) for f in futures]
+    assert all(isinstance(r, MetadataResponse) for r in results)
+    assert len({h.correlation_id for h in held}) == 20
+
+
+def test_silent_broker_times_out_the_request_and_closes(fake_broker) -> None:
+    broker = fake_broker(lambda sock, header, request: None)
+    events: list[object] = []
+    with BrokerConnection("127.0.0.1", broker.port, request_timeout_ms=300,
+                          metrics_hook=events.append) as conn:
+        conn.connect()
+        first = conn.send(MetadataRequest())
+        second = conn.send(MetadataRequest(), timeout_ms=10_000)
+        with pytest.raises(RequestTimeoutError, match="Metadata v12 .* within 300 ms"):
+            first.result(5)
+        with pytest.raises(KafkaConnectionError, match="closed"):
+            second.result(1)
+        assert not conn.connected and conn.in_flight() == 0
+    failed = [e for e in events if isinstance(e, ResponseReceived) and e.error is not None]
+    assert [type(e.error) for e in failed] == [RequestTimeoutError, KafkaConnectionError]
+    assert failed[0].latency_s >= 0.3
+
+
+def test_a_failing_metrics_hook_does_not_break_the_connection(fake_broker) -> None:
+    def broken_hook(event: object) -> None:
+        raise RuntimeError("hook bug")
+
+    broker = fake_broker(metadata_reply)
+    with BrokerConnection("127.0.0.1", broker.port, metrics_hook=broken_hook) as conn:
+        assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
+        assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
+
+
+def test_mismatched_correlation_id_fails_every_waiter(fake_broker) -> None:
+    def wrong_id(sock, header, request) -> None:
+        if header.correlation_id % 3 == 0:
+            reply(sock, header, MetadataResponse(), correlation_id=header.correlation_id + 1000)
+
+    broker = fake_broker(wrong_id)
+    with BrokerConnection("127.0.0.1", broker.port, request_timeout_ms=10_000) as conn:
+        conn.connect()
+        futures = [conn.send(MetadataRequest()) for _ in range(3)]
+        for future in futures:
+            with pytest.raises(KafkaConnectionError, match="correlation id"):
+                future.result(5)
+        assert not conn.connected and conn.in_flight() == 0
+
+
+def test_broker_closing_the_socket_fails_waiters_and_next_send_reconnects(fake_broker) -> None:
+    def close_on_first(sock, header, request) -> None:
+        if broker.connections == 1:
+            sock.shutdown(socket.SHUT_RDWR)
+        else:
+            reply(sock, header, MetadataResponse())
+
+    broker = fake_broker(close_on_first)
+    with BrokerConnection("127.0.0.1", broker.port, request_timeout_ms=10_000) as conn:
+        started = time.monotonic()
+        with pytest.raises(KafkaConnectionError):
+            conn.send(MetadataRequest()).result(5)
+        assert time.monotonic() - started < 5
+        assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
+    assert broker.connections == 2
+
+
+def test_acks_zero_produce_waits_for_no_response(fake_broker) -> None:
+    def answer_metadata_only(sock, header, request) -> None:
+        if header.api_key == 3:
+            reply(sock, header, MetadataResponse())
+
+    broker = fake_broker(answer_metadata_only)
+    with BrokerConnection("127.0.0.1", broker.port, request_timeout_ms=2_000) as conn:
+        produced = conn.send(ProduceRequest(acks=0, timeout_ms=1000, topic_data=[]))
+        assert produced.result(1) is None
+        assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
+        assert conn.in_flight() == 0
+    assert [h.api_key for h in broker.received] == [18, 0, 3]
+
+
+def test_api_versions_falls_back_when_the_broker_refuses_our_version(fake_broker) -> None:
+    # A broker that knows ApiVersions only up to v2 answers v4 with UNSUPPORTED_VERSION in v0.
+    seen: list[int] = []
+
+    def old_broker(sock: socket.socket) -> None:
+        decoder = FrameDecoder()
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return
+            for frame in decoder.feed(data):
+                header, request = decode_request_frame(frame)
+                seen.append(header.api_version)
+                keys = [ApiVersion(api_key=18, min_version=0, max_version=2),
+                        ApiVersion(api_key=3, min_version=0, max_version=9)]
+                if header.api_version > 2:
+                    body = ApiVersionsResponse(error_code=35, api_keys=keys)
+                    sock.sendall(encode_response_frame(body, 0, header.correlation_id))
+                else:
+                    body = ApiVersionsResponse(error_code=0, api_keys=keys)
+                    sock.sendall(encode_response_frame(body, header.api_version,
+                                                       header.correlation_id))
+
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        sock, _ = server.accept()
+        with sock:
+            old_broker(sock)
+
+    threading.Thread(target=serve, daemon=True).start()
+    with server, BrokerConnection("127.0.0.1", server.getsockname()[1]) as conn:
+        conn.connect()
+        assert seen == [ApiVersionsRequest.MAX_VERSION, 2]
+        assert conn.versions[3] == 9
+
+
+# --- SASL ----------------------------------------------------------------------------------
+
+
+class ScramServer:
+    """The server side of RFC 5802 for one user, enough to check the client end to end."""
+
+    def __init__(self, mechanism: str, username: str, password: str) -> None:
+        self.hash = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}[mechanism]
+        self.username = username
+        self.salt = b"groupkit-test-salt"
+        self.iterations = 4096
+        salted = hashlib.pbkdf2_hmac(self.hash, password.encode(), self.salt, self.iterations)
+        client_key = hmac.new(salted, b"Client Key", self.hash).digest()
+        self.stored_key = hashlib.new(self.hash, client_key).digest()
+        self.server_key = hmac.new(salted, b"Server Key", self.hash).digest()
+        self.client_first_bare = ""
+        self.server_first = ""
+
+    def first(self, message: bytes) -> tuple[int, str, bytes]:
+        text = message.decode()
+        assert text.startswith("n,,")
+        self.client_first_bare = text[3:]
+        fields = dict(p.split("=", 1) for p in self.client_first_bare.split(","))
+        if fields["n"] != self.username:
+            return 58, "Authentication failed: unknown user", b""
+        self.server_first = (f"r={fields['r']}server-nonce,"
+                             f"s={base64.b64encode(self.salt).decode()},i={self.iterations}")
+        return 0, "", self.server_first.encode()
+
+    def final(self, message: bytes) -> tuple[int, str, bytes]:
+        text = message.decode()
+        without_proof, _, proof = text.rpartition(",p=")
+        auth = f"{self.client_first_bare},{self.server_first},{without_proof}".encode()
+        signature = hmac.new(self.stored_key, auth, self.hash).digest()
+        client_key = bytes(a ^ b for a, b in zip(base64.b64decode(proof), signature,
+                                                  strict=True))
+        if hashlib.new(self.hash, client_key).digest() != self.stored_key:
+            return 58, "Authentication failed due to invalid credentials with SASL mechanism", b""
+        server_signature = hmac.new(self.server_key, auth, self.hash).digest()
+        return 0, "", b"v=" + base64.b64encode(server_signature)
+
+
+def sasl_handler(mechanism: str, username: str, password: str,
+                 tamper_signature: bool = False) -> Handler:
+    scram = ScramServer(mechanism, username, password) if mechanism != "PLAIN" else None
+    step = {"n": 0}
+
+    def handle(sock, header, request) -> None:
+        if header.api_key == 17:
+            ok = request.mechanism == mechanism
+            reply(sock, header, SaslHandshakeResponse(error_code=0 if ok else 33,
+                                                      mechanisms=[mechanism]))
+        elif header.api_key == 36:
+            if scram is None:
+                good = request.auth_bytes == f"\0{username}\0{password}".encode()
+                code, message, data = (0, "", b"") if good else (
+                    58, "Authentication failed: Invalid username or password", b"")
+            elif step["n"] == 0:
+                code, message, data = scram.first(request.auth_bytes)
+            else:
+                code, message, data = scram.final(request.auth_bytes)
+                if tamper_signature and code == 0:
+                    data = b"v=" + base64.b64encode(b"\0" * 32)
+            step["n"] += 1
+            reply(sock, header, SaslAuthenticateResponse(error_code=code, error_message=message,
+                                                         auth_bytes=data))
+        else:
+            reply(sock, header, MetadataResponse())
+
+    return handle
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_sasl_login_succeeds_with_the_right_secret(fake_broker, mechanism: str) -> None:
+    broker = fake_broker(sasl_handler(mechanism, "alice", "s3cret-pw"))
+    creds = SaslCredentials(mechanism, "alice", "s3cret-pw")
+    with BrokerConnection("127.0.0.1", broker.port, sasl=creds) as conn:
+        assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
+    assert [h.api_key for h in broker.received][:2] == [18, 17]
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_sasl_wrong_secret_raises_with_the_brokers_message_and_no_secret(
+        fake_broker, caplog: pytest.LogCaptureFixture, mechanism: str) -> None:
+    broker = fake_broker(sasl_handler(mechanism, "alice", "s3cret-pw"))
+    creds = SaslCredentials(mechanism, "alice", "hunter2-wrong")
+    caplog.set_level(logging.DEBUG)
+    conn = BrokerConnection("127.0.0.1", broker.port, sasl=creds)
+    with conn, pytest.raises(AuthenticationError, match="Authentication failed") as info:
+        conn.connect()
+    future = conn.send(MetadataRequest())
+    for text in (str(info.value), repr(info.value), repr(conn), repr(creds), caplog.text,
+                 repr(future.exception())):
+        assert "hunter2-wrong" not in text
+        assert "s3cret-pw" not in text
+
+
+def test_scram_rejects_a_server_that_cannot_prove_the_password(fake_broker) -> None:
+    broker = fake_broker(sasl_handler("SCRAM-SHA-256", "alice", "pw", tamper_signature=True))
+    creds = SaslCredentials("SCRAM-SHA-256", "alice", "pw")
+    with BrokerConnection("127.0.0.1", broker.port, sasl=creds) as conn, \
+            pytest.raises(AuthenticationError, match="server signature"):
+        conn.connect()
+
+
+def test_mechanism_the_broker_does_not_offer_is_named(fake_broker) -> None:
+    broker = fake_broker(sasl_handler("SCRAM-SHA-512", "alice", "pw"))
+    creds = SaslCredentials("PLAIN", "alice", "pw")
+    with BrokerConnection("127.0.0.1", broker.port, sasl=creds) as conn, \
+            pytest.raises(AuthenticationError, match="offers SCRAM-SHA-512"):
+        conn.connect()
