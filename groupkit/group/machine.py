@@ -1,0 +1,752 @@
+"""The group membership state machine: sans-IO, driven by responses, failures and ``now``.
+
+The runtime feeds it decoded responses (``on_response``), request failures
+(``on_request_failed``) and the application's progress (``application_polled``,
+``revocation_done``), calls ``poll(now)`` after each input and when ``next_deadline()`` comes,
+and carries out what ``poll`` returns: requests to send and facts for the application. The
+state changes themselves are in ``states.TRANSITIONS``; error codes are read only through
+``error_actions.action_for``.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections.abc import Callable, Hashable, Mapping, Sequence
+
+import attrs
+
+from groupkit.errors import (
+    CommitFailedError,
+    GroupkitError,
+    IllegalStateError,
+    InvalidAssignmentError,
+    error_for_code,
+)
+from groupkit.group.backoff import Backoff
+from groupkit.group.config import GroupConfig
+from groupkit.group.error_actions import (
+    COORDINATOR_NOT_AVAILABLE,
+    INCONSISTENT_GROUP_PROTOCOL,
+    Action,
+    Api,
+    action_for,
+)
+from groupkit.group.outputs import (
+    Assigned,
+    CoordinatorChanged,
+    CoordinatorLost,
+    Destination,
+    Fatal,
+    Left,
+    Lost,
+    Output,
+    Revoked,
+    Send,
+)
+from groupkit.group.protocol import GroupMember, GroupProtocol
+from groupkit.group.states import (
+    ACTIVE_STATES,
+    HEARTBEAT_STATES,
+    TERMINAL_STATES,
+    MemberState,
+    Trigger,
+    next_state,
+)
+from groupkit.protocol.messages.find_coordinator import (
+    KEY_TYPE_GROUP,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+from groupkit.protocol.messages.group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupRequestProtocol,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupRequestMember,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupRequestAssignment,
+    SyncGroupResponse,
+)
+from groupkit.protocol.schema import Request, Response
+
+S = MemberState
+T = Trigger
+
+#: Added to the rebalance timeout for JoinGroup/SyncGroup, as the Java client does, so the
+#: coordinator's own timeout fires first.
+JOIN_TIMEOUT_LAPSE_MS = 5_000
+
+
+@attrs.frozen
+class Coordinator:
+    """The broker coordinating the group."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+@attrs.frozen
+class CommitFence:
+    """The identity an OffsetCommit must carry so the coordinator can fence stale members."""
+
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+@attrs.frozen
+class RequestDecision:
+    """What to do with a failed OffsetCommit/OffsetFetch: retry after ``retry_after`` seconds,
+    or give up with ``error``. Exactly one of the two is set."""
+
+    action: Action
+    retry_after: float | None
+    error: GroupkitError | None
+
+
+class _Kind(enum.Enum):
+    FIND = "FindCoordinator"
+    JOIN = "JoinGroup"
+    SYNC = "SyncGroup"
+    HEARTBEAT = "Heartbeat"
+    LEAVE = "LeaveGroup"
+
+
+_RESPONSE_TYPES: dict[_Kind, type[Response]] = {
+    _Kind.FIND: FindCoordinatorResponse,
+    _Kind.JOIN: JoinGroupResponse,
+    _Kind.SYNC: SyncGroupResponse,
+    _Kind.HEARTBEAT: HeartbeatResponse,
+    _Kind.LEAVE: LeaveGroupResponse,
+}
+
+
+@attrs.frozen
+class _InFlight:
+    kind: _Kind
+    generation_id: int
+    member_id: str
+    closing: bool = False
+
+
+@attrs.define
+class GroupMachine:
+    """One member of one group. Not thread-safe: one runtime thread drives it.
+
+    ``jitter`` is the random source of the retry back-off (``random.random`` by default).
+    """
+
+    config: GroupConfig
+    protocol: GroupProtocol
+    jitter: Callable[[], float] = random.random
+
+    _state: MemberState = attrs.field(init=False, default=S.UNJOINED)
+    _started: bool = attrs.field(init=False, default=False)
+    _outputs: list[Output] = attrs.field(init=False, factory=list)
+    _backoff: Backoff = attrs.field(init=False)
+    _next_token: int = attrs.field(init=False, default=1)
+    _inflight: dict[int, _InFlight] = attrs.field(init=False, factory=dict)
+    _main: int | None = attrs.field(init=False, default=None)
+    _heartbeat: int | None = attrs.field(init=False, default=None)
+
+    _coordinator: Coordinator | None = attrs.field(init=False, default=None)
+    _member_id: str = attrs.field(init=False, default="")
+    _generation_id: int = attrs.field(init=False, default=-1)
+    _protocol_name: str | None = attrs.field(init=False, default=None)
+    _leader_id: str | None = attrs.field(init=False, default=None)
+    _offered: tuple[str, ...] = attrs.field(init=False, default=())
+    _assignment: bytes | None = attrs.field(init=False, default=None)
+    _owned: frozenset[Hashable] = attrs.field(init=False, factory=frozenset)
+    _owned_protocol: str | None = attrs.field(init=False, default=None)
+    _rejoin_needed: bool = attrs.field(init=False, default=False)
+    _rejoin_reason: str = attrs.field(init=False, default="")
+    _revoke_pending: bool = attrs.field(init=False, default=False)
+    _failures: int = attrs.field(init=False, default=0)
+
+    _retry_at: float | None = attrs.field(init=False, default=None)
+    _request_deadline: float | None = attrs.field(init=False, default=None)
+    _heartbeat_due: float = attrs.field(init=False, default=0.0)
+    _session_deadline: float | None = attrs.field(init=False, default=None)
+    _poll_deadline: float | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        self._backoff = Backoff(
+            self.config.retry_backoff_ms, self.config.retry_backoff_max_ms, self.jitter)
+
+    # --- what the runtime may read -------------------------------------------------------------
+
+    @property
+    def state(self) -> MemberState:
+        """Where the member stands now."""
+        return self._state
+
+    @property
+    def coordinator(self) -> Coordinator | None:
+        """The coordinator in use, or None while it is being looked up."""
+        return self._coordinator
+
+    @property
+    def member_id(self) -> str:
+        """The id the coordinator gave this member ("" before it has one)."""
+        return self._member_id
+
+    @property
+    def generation_id(self) -> int:
+        """The generation joined last (-1 when there is none)."""
+        return self._generation_id
+
+    @property
+    def protocol_name(self) -> str | None:
+        """The protocol the group chose at the last join (e.g. an assignor name)."""
+        return self._protocol_name
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this member leads the current generation (it runs the assignor)."""
+        return bool(self._member_id) and self._leader_id == self._member_id
+
+    @property
+    def assignment(self) -> bytes | None:
+        """This member's assignment bytes for the current generation, if it has one."""
+        return self._assignment
+
+    @property
+    def owned(self) -> frozenset[Hashable]:
+        """The units this member holds now (empty while revoking or after a loss)."""
+        return self._owned
+
+    def commit_fence(self) -> CommitFence:
+        """The identity to put on an OffsetCommit now.
+
+        Raises ``CommitFailedError`` while the member has no stable generation: a commit now
+        would be refused by the coordinator, so it is refused here without a round trip.
+        """
+        if self._state not in (S.STABLE, S.REVOKING) or self._generation_id < 0:
+            raise CommitFailedError(
+                f"cannot commit while the member is {self._state.name}: the group is"
+                " rebalancing; commit the records of the next assignment instead")
+        return CommitFence(self._generation_id, self._member_id, self.config.group_instance_id)
+
+    # --- inputs --------------------------------------------------------------------------------
+
+    def start(self, now: float) -> None:
+        """Begin: find the coordinator and join. The poll interval starts counting now."""
+        if self._started:
+            raise IllegalStateError("GroupMachine.start() was called twice; call it once")
+        self._started = True
+        self._poll_deadline = now + self.config.max_poll_interval_ms / 1000
+        self._go(T.STARTED)
+        self._drive(now)
+
+    def poll(self, now: float) -> list[Output]:
+        """Fire the timers due at ``now``, send what is due, and return every pending output."""
+        self._fire_timers(now)
+        self._drive(now)
+        out, self._outputs = self._outputs, []
+        return out
+
+    def next_deadline(self) -> float | None:
+        """When ``poll`` must next run if no input arrives (``None``: only an input can help).
+
+        Outputs not yet collected make it ``-inf``: call ``poll`` now.
+        """
+        if self._outputs:
+            return float("-inf")
+        st = self._state
+        times: list[float] = []
+        if st in ACTIVE_STATES and self._poll_deadline is not None:
+            times.append(self._poll_deadline)
+        if st in (S.COORDINATOR_UNKNOWN, S.PREPARING_REBALANCE) and self._main is None \
+                and self._retry_at is not None:
+            times.append(self._retry_at)
+        if self._main is not None and self._request_deadline is not None:
+            times.append(self._request_deadline)
+        if st in HEARTBEAT_STATES:
+            if self._heartbeat is None:
+                times.append(self._heartbeat_due)
+            if self._session_deadline is not None:
+                times.append(self._session_deadline)
+        return min(times) if times else None
+
+    def on_response(self, token: int, response: Response, now: float) -> None:
+        """A response arrived for ``token``; answers to abandoned requests are ignored."""
+        req = self._inflight.pop(token, None)
+        if req is None:
+            return
+        expected = _RESPONSE_TYPES[req.kind]
+        if not isinstance(response, expected):
+            raise IllegalStateError(
+                f"request {token} was a {req.kind.value}, but the runtime passed a"
+                f" {type(response).__name__}; pass the response decoded for that request")
+        if token == self._main:
+            self._main = None
+            self._request_deadline = None
+        elif token == self._heartbeat:
+            self._heartbeat = None
+        if req.kind is _Kind.FIND:
+            self._on_find(response, now)
+        elif req.kind is _Kind.JOIN:
+            self._on_join(response, now)
+        elif req.kind is _Kind.SYNC:
+            self._on_sync(response, now)
+        elif req.kind is _Kind.HEARTBEAT:
+            self._on_heartbeat(req, response, now)
+        elif req.closing and self._state is S.LEAVING:
+            self._finish_leave("left the group on close")
+        self._drive(now)
+
+    def on_request_failed(self, token: int, error: BaseException, now: float) -> None:
+        """The request for ``token`` got no answer (connection lost, timed out)."""
+        req = self._inflight.pop(token, None)
+        if req is None:
+            return
+        if token == self._main:
+            self._main = None
+            self._request_deadline = None
+        elif token == self._heartbeat:
+            self._heartbeat = None
+        if req.kind is _Kind.FIND:
+            self._back_off(now)
+        elif req.kind is _Kind.LEAVE:
+            if req.closing and self._state is S.LEAVING:
+                self._finish_leave(f"LeaveGroup failed ({error}); the session will expire")
+        else:
+            self._coordinator_lost(now, f"{req.kind.value} failed: {error}", back_off=True)
+        self._drive(now)
+
+    def application_polled(self, now: float) -> None:
+        """The application asked for records: restart the poll interval, rejoin if it expired."""
+        if self._state in TERMINAL_STATES or not self._started:
+            return
+        self._poll_deadline = now + self.config.max_poll_interval_ms / 1000
+        if self._state is S.UNJOINED:
+            if self._coordinator is None:
+                self._go(T.STARTED)
+            else:
+                self._send_join(now, "rejoining after the poll interval expired")
+        self._drive(now)
+
+    def request_rejoin(self, now: float, reason: str) -> None:
+        """Ask for a rebalance (e.g. after a cooperative revoke).
+
+        From STABLE the JoinGroup goes out at once (after a revoke for eager protocols); during
+        a rebalance the member keeps heartbeating and rejoins once the current one completes.
+        """
+        if self._state not in ACTIVE_STATES:
+            return
+        self._rejoin_needed = True
+        self._rejoin_reason = reason
+        if self._state is S.STABLE:
+            self._rejoin(now)
+        self._drive(now)
+
+    def revocation_done(self, now: float) -> None:
+        """The application gave up what ``Revoked`` listed; JoinGroup may go out now."""
+        if not self._revoke_pending:
+            return
+        self._revoke_pending = False
+        if self._state is S.REVOKING:
+            self._send_join(now, self._rejoin_reason)
+        self._drive(now)
+
+    def leave(self, now: float, reason: str = "the member is closing") -> None:
+        """Close: leave the group (static members only if ``leave_group_on_close``).
+
+        The runtime revokes (and commits) before calling this; no ``Revoked`` follows.
+        """
+        if self._state in TERMINAL_STATES or self._state is S.LEAVING:
+            return
+        send = (self._coordinator is not None and bool(self._member_id)
+                and self._state in (S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE,
+                                    S.REVOKING)
+                and (not self.config.is_static or self.config.leave_group_on_close))
+        self._abandon()
+        self._owned = frozenset()
+        self._assignment = None
+        self._revoke_pending = False
+        if send:
+            self._send_leave(reason, closing=True)
+            self._go(T.LEAVE_SENT)
+        else:
+            self._finish_leave(reason)
+
+    def on_commit_error(self, fence: CommitFence, code: int, now: float,
+                        attempt: int = 1) -> RequestDecision:
+        """Decide about an OffsetCommit that failed with ``code`` (sent with ``fence``).
+
+        Membership errors refuse the commit with ``CommitFailedError`` and, unless the member
+        has already moved past ``fence``'s generation, reset or rejoin as the code says.
+        """
+        action = action_for(Api.OFFSET_COMMIT, code)
+        broker = error_for_code(code)()
+        current = (fence.generation_id == self._generation_id
+                   and fence.member_id == self._member_id)
+        if action in (Action.RESET_GENERATION, Action.RESET_MEMBER, Action.REJOIN):
+            if current and self._state in ACTIVE_STATES:
+                self._membership_error(action, now, f"OffsetCommit failed: {broker.name}")
+            self._drive(now)
+            return RequestDecision(action, None, CommitFailedError(
+                f"the commit was refused ({broker}); the group has rebalanced"))
+        return self._request_decision(action, broker, now, attempt, "OffsetCommit")
+
+    def on_offset_fetch_error(self, code: int, now: float, attempt: int = 1) -> RequestDecision:
+        """Decide about an OffsetFetch that failed with ``code``."""
+        action = action_for(Api.OFFSET_FETCH, code)
+        return self._request_decision(action, error_for_code(code)(), now, attempt, "OffsetFetch")
+
+    # --- response handlers ---------------------------------------------------------------------
+
+    def _on_find(self, resp: FindCoordinatorResponse, now: float) -> None:
+        code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
+        message = resp.error_message
+        if resp.coordinators:
+            code = COORDINATOR_NOT_AVAILABLE
+            for entry in resp.coordinators:
+                if entry.key == self.config.group_id:
+                    code, node_id, host, port, message = (
+                        entry.error_code, entry.node_id, entry.host, entry.port,
+                        entry.error_message)
+        if not code and not host:
+            # a v4+ answer with no entry, or one without an address: not usable yet
+            code = COORDINATOR_NOT_AVAILABLE
+        if code:
+            action = action_for(Api.FIND_COORDINATOR, code)
+            if action is Action.FATAL:
+                self._fail(error_for_code(code)(message or None))
+            else:
+                self._back_off(now)
+            return
+        self._failures = 0
+        self._retry_at = None
+        self._coordinator = Coordinator(node_id, host, port)
+        self._outputs.append(CoordinatorChanged(node_id, host, port))
+        self._session_deadline = now + self.config.session_timeout_ms / 1000
+        self._heartbeat_due = now
+        if self._revoke_pending or self._rejoin_needed or self._generation_id < 0 \
+                or self._assignment is None:
+            self._rejoin(now)
+        else:
+            self._go(T.HEARTBEAT_RESUMED)
+
+    def _on_join(self, resp: JoinGroupResponse, now: float) -> None:
+        code = resp.error_code
+        if code:
+            action = action_for(Api.JOIN_GROUP, code)
+            if action is Action.ADOPT_MEMBER_ID:
+                self._member_id = resp.member_id
+                self._send_join(now, "rejoining with the member id the coordinator gave")
+            elif action is Action.BACK_OFF:
+                self._delay_join(now)
+            else:
+                self._act(action, code, now, "JoinGroup")
+            return
+        if (resp.protocol_type is not None and resp.protocol_type != self.protocol.protocol_type) \
+                or resp.protocol_name not in self._offered:
+            self._fail(error_for_code(INCONSISTENT_GROUP_PROTOCOL)(
+                f"the coordinator chose {resp.protocol_type!r}/{resp.protocol_name!r}, which this"
+                f" member did not offer ({self.protocol.protocol_type!r}/{list(self._offered)})"))
+            return
+        self._failures = 0
+        self._member_id = resp.member_id
+        self._generation_id = resp.generation_id
+        self._protocol_name = resp.protocol_name
+        self._leader_id = resp.leader
+        assignments: list[SyncGroupRequestAssignment] = []
+        if resp.leader == resp.member_id and not resp.skip_assignment:
+            members = [GroupMember(m.member_id, m.group_instance_id, m.metadata)
+                       for m in resp.members]
+            try:
+                result = self.protocol.assign(resp.protocol_name, members)
+                assignments = _checked_assignments(members, result)
+            except GroupkitError as exc:
+                self._fail(exc)
+                return
+        self._go(T.JOINED)
+        self._session_deadline = now + self.config.session_timeout_ms / 1000
+        self._heartbeat_due = now + self.config.heartbeat_interval_ms / 1000
+        self._main = self._send(_Kind.SYNC, SyncGroupRequest(
+            group_id=self.config.group_id, generation_id=self._generation_id,
+            member_id=self._member_id, group_instance_id=self.config.group_instance_id,
+            protocol_type=self.protocol.protocol_type, protocol_name=self._protocol_name,
+            assignments=assignments), self._join_timeout_ms())
+        self._request_deadline = now + self._join_timeout_ms() / 1000
+
+    def _on_sync(self, resp: SyncGroupResponse, now: float) -> None:
+        code = resp.error_code
+        if code:
+            action = action_for(Api.SYNC_GROUP, code)
+            if action is Action.BACK_OFF:
+                self._delay_join(now)
+            else:
+                self._act(action, code, now, "SyncGroup")
+            return
+        name = self._protocol_name or ""
+        if (resp.protocol_type is not None and resp.protocol_type != self.protocol.protocol_type) \
+                or (resp.protocol_name is not None and resp.protocol_name != name):
+            self._fail(error_for_code(INCONSISTENT_GROUP_PROTOCOL)(
+                f"SyncGroup answered for {resp.protocol_type!r}/{resp.protocol_name!r}, but the"
+                f" group joined with {self.protocol.protocol_type!r}/{name!r}"))
+            return
+        try:
+            units = frozenset(self.protocol.on_assignment(name, resp.assignment))
+        except GroupkitError as exc:
+            self._fail(exc)
+            return
+        added, revoked = units - self._owned, self._owned - units
+        self._owned, self._owned_protocol, self._assignment = units, name, resp.assignment
+        self._failures = 0
+        self._go(T.SYNCED)
+        self._session_deadline = now + self.config.session_timeout_ms / 1000
+        self._outputs.append(Assigned(
+            generation_id=self._generation_id, member_id=self._member_id, protocol_name=name,
+            assignment=resp.assignment, units=units, added=added, revoked=revoked))
+        if self._rejoin_needed:
+            self._rejoin(now)
+
+    def _on_heartbeat(self, req: _InFlight, resp: HeartbeatResponse, now: float) -> None:
+        if req.generation_id != self._generation_id or req.member_id != self._member_id:
+            return
+        code = resp.error_code
+        if not code:
+            self._failures = 0
+            self._session_deadline = now + self.config.session_timeout_ms / 1000
+            return
+        action = action_for(Api.HEARTBEAT, code)
+        if action is Action.BACK_OFF:
+            self._failures += 1
+            self._heartbeat_due = now + self._backoff.delay(self._failures)
+        elif action is Action.REJOIN:
+            # The coordinator answered, so it is alive; outside STABLE a rebalance is under way.
+            self._session_deadline = now + self.config.session_timeout_ms / 1000
+            if self._state is S.STABLE:
+                self._rejoin_needed = True
+                self._rejoin_reason = "the coordinator started a rebalance"
+                self._rejoin(now)
+        else:
+            self._act(action, code, now, "Heartbeat")
+
+    # --- shared reactions ----------------------------------------------------------------------
+
+    def _act(self, action: Action, code: int, now: float, api: str) -> None:
+        """Carry out a rediscover, membership or fatal action for a Join/Sync/Heartbeat error."""
+        name = error_for_code(code).name
+        if action is Action.REDISCOVER:
+            self._coordinator_lost(now, f"{api} answered {name}", back_off=True)
+        elif action in (Action.RESET_GENERATION, Action.RESET_MEMBER, Action.REJOIN):
+            self._membership_error(action, now, f"{api} answered {name}")
+        else:
+            self._fail(error_for_code(code)())
+
+    def _membership_error(self, action: Action, now: float, reason: str) -> None:
+        if action is not Action.REJOIN:
+            if action is Action.RESET_MEMBER:
+                self._member_id = ""
+            self._reset_generation(reason)
+        self._rejoin_needed = True
+        self._rejoin_reason = reason
+        if self._state is not S.COORDINATOR_UNKNOWN:
+            self._rejoin(now)
+
+    def _request_decision(self, action: Action, broker: GroupkitError, now: float, attempt: int,
+                          api: str) -> RequestDecision:
+        delay = self._backoff.delay(attempt)
+        if action is Action.BACK_OFF:
+            decision = RequestDecision(action, delay, None)
+        elif action is Action.REDISCOVER:
+            if self._coordinator is not None and self._state in ACTIVE_STATES:
+                self._coordinator_lost(now, f"{api} answered {broker}", back_off=True)
+            decision = RequestDecision(action, delay, None)
+        elif action is Action.FATAL:
+            self._fail(broker)
+            decision = RequestDecision(action, None, broker)
+        else:
+            decision = RequestDecision(action, None, broker)
+        self._drive(now)
+        return decision
+
+    def _reset_generation(self, reason: str) -> None:
+        if self._owned:
+            self._outputs.append(Lost(self._owned, reason))
+        self._generation_id = -1
+        self._owned = frozenset()
+        self._owned_protocol = None
+        self._assignment = None
+        self._revoke_pending = False
+
+    def _rejoin(self, now: float) -> None:
+        """Rejoin now, giving up everything first if the current protocol is eager."""
+        if self._state is S.REVOKING and self._revoke_pending:
+            return
+        if self._owned and not self.protocol.is_cooperative(self._owned_protocol or ""):
+            self._outputs.append(Revoked(self._generation_id, self._owned))
+            self._owned = frozenset()
+            self._revoke_pending = True
+            self._go(T.REVOKE_STARTED)
+        elif self._revoke_pending:
+            self._go(T.REVOKE_STARTED)
+        else:
+            self._send_join(now, self._rejoin_reason)
+
+    def _coordinator_lost(self, now: float, reason: str, back_off: bool) -> None:
+        if self._state in (S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
+            self._rejoin_needed = True
+        if self._coordinator is not None:
+            self._outputs.append(CoordinatorLost(reason))
+        self._coordinator = None
+        self._abandon()
+        self._go(T.COORDINATOR_LOST)
+        if back_off:
+            self._back_off(now)
+        else:
+            self._retry_at = None
+
+    def _delay_join(self, now: float) -> None:
+        """Rejoin after a back-off, keeping the coordinator (it is busy, not gone)."""
+        self._abandon()
+        self._go(T.JOIN_DELAYED)
+        self._back_off(now)
+
+    def _back_off(self, now: float) -> None:
+        self._failures += 1
+        self._retry_at = now + self._backoff.delay(self._failures)
+
+    def _fail(self, error: GroupkitError) -> None:
+        if self._state in TERMINAL_STATES:
+            return
+        if self._owned:
+            self._outputs.append(Lost(self._owned, f"the member stopped: {error}"))
+        self._owned = frozenset()
+        self._assignment = None
+        self._revoke_pending = False
+        self._abandon()
+        self._go(T.FAILED)
+        self._outputs.append(Fatal(error))
+
+    def _finish_leave(self, reason: str) -> None:
+        self._abandon()
+        self._generation_id = -1
+        self._member_id = ""
+        self._go(T.LEAVE_FINISHED if self._state is S.LEAVING else T.STOPPED)
+        self._outputs.append(Left(reason))
+
+    def _abandon(self) -> None:
+        """Forget the requests in flight to the coordinator (their answers will be ignored)."""
+        for token in (self._main, self._heartbeat):
+            if token is not None:
+                self._inflight.pop(token, None)
+        self._main = None
+        self._heartbeat = None
+        self._request_deadline = None
+
+    # --- timers and sending --------------------------------------------------------------------
+
+    def _fire_timers(self, now: float) -> None:
+        st = self._state
+        if st in ACTIVE_STATES and self._poll_deadline is not None and now >= self._poll_deadline:
+            self._poll_expired(now)
+            return
+        if self._main is not None and self._request_deadline is not None \
+                and now >= self._request_deadline:
+            kind = self._inflight[self._main].kind
+            self._coordinator_lost(
+                now, f"{kind.value} got no answer within the rebalance timeout", back_off=True)
+            return
+        if st in HEARTBEAT_STATES and self._session_deadline is not None \
+                and now >= self._session_deadline:
+            self._coordinator_lost(
+                now, "no heartbeat answer within the session timeout", back_off=False)
+
+    def _drive(self, now: float) -> None:
+        """Send whatever the current state is waiting to send."""
+        st = self._state
+        due = self._retry_at is None or now >= self._retry_at
+        if st is S.COORDINATOR_UNKNOWN and self._main is None and due:
+            self._retry_at = None
+            self._main = self._send(_Kind.FIND, FindCoordinatorRequest(
+                key=self.config.group_id, key_type=KEY_TYPE_GROUP,
+                coordinator_keys=[self.config.group_id]), None, Destination.ANY_BROKER)
+        elif st is S.PREPARING_REBALANCE and self._main is None and due:
+            self._send_join(now, self._rejoin_reason)
+        if self._state in HEARTBEAT_STATES and self._heartbeat is None \
+                and now >= self._heartbeat_due:
+            self._heartbeat = self._send(_Kind.HEARTBEAT, HeartbeatRequest(
+                group_id=self.config.group_id, generation_id=self._generation_id,
+                member_id=self._member_id, group_instance_id=self.config.group_instance_id))
+            self._heartbeat_due = now + self.config.heartbeat_interval_ms / 1000
+
+    def _poll_expired(self, now: float) -> None:
+        reason = (f"the application did not poll within max_poll_interval_ms"
+                  f" ({self.config.max_poll_interval_ms} ms); the member left so the group can"
+                  " move on, and rejoins on the next poll")
+        if self._coordinator is not None and self._member_id and not self.config.is_static \
+                and self._state is not S.COORDINATOR_UNKNOWN:
+            self._send_leave(reason, closing=False)
+        self._abandon()
+        self._reset_generation(reason)
+        self._member_id = ""
+        self._rejoin_needed = False
+        self._retry_at = None
+        self._go(T.POLL_TIMED_OUT)
+        self._outputs.append(Left(reason))
+
+    def _send_join(self, now: float, reason: str) -> None:
+        protocols = list(self.protocol.join_protocols())
+        self._offered = tuple(name for name, _ in protocols)
+        self._rejoin_needed = False
+        self._retry_at = None
+        self._abandon()
+        self._go(T.JOIN_SENT)
+        self._main = self._send(_Kind.JOIN, JoinGroupRequest(
+            group_id=self.config.group_id, session_timeout_ms=self.config.session_timeout_ms,
+            rebalance_timeout_ms=self.config.rebalance_timeout_ms, member_id=self._member_id,
+            group_instance_id=self.config.group_instance_id,
+            protocol_type=self.protocol.protocol_type,
+            protocols=[JoinGroupRequestProtocol(name=name, metadata=metadata)
+                       for name, metadata in protocols],
+            reason=reason or None), self._join_timeout_ms())
+        self._request_deadline = now + self._join_timeout_ms() / 1000
+
+    def _send_leave(self, reason: str, closing: bool) -> None:
+        self._send(_Kind.LEAVE, LeaveGroupRequest(
+            group_id=self.config.group_id, member_id=self._member_id,
+            members=[LeaveGroupRequestMember(
+                member_id=self._member_id, group_instance_id=self.config.group_instance_id,
+                reason=reason)]), None, closing=closing)
+
+    def _send(self, kind: _Kind, request: Request, timeout_ms: int | None = None,
+              destination: Destination = Destination.COORDINATOR, closing: bool = False) -> int:
+        token = self._next_token
+        self._next_token += 1
+        self._inflight[token] = _InFlight(kind, self._generation_id, self._member_id, closing)
+        self._outputs.append(Send(token, request, destination, timeout_ms))
+        return token
+
+    def _join_timeout_ms(self) -> int:
+        return self.config.rebalance_timeout_ms + JOIN_TIMEOUT_LAPSE_MS
+
+    def _go(self, trigger: Trigger) -> None:
+        self._state = next_state(self._state, trigger)
+
+
+def _checked_assignments(members: Sequence[GroupMember],
+                         result: Mapping[str, bytes]) -> list[SyncGroupRequestAssignment]:
+    """The leader's assignments in member order, or InvalidAssignmentError naming the fault."""
+    ids = [m.member_id for m in members]
+    strangers = sorted(set(result) - set(ids))
+    if strangers:
+        raise InvalidAssignmentError(
+            f"the assignor assigned to {strangers}, which are not members of this generation")
+    missing = [i for i in ids if i not in result]
+    if missing:
+        raise InvalidAssignmentError(f"the assignor gave no assignment to members {missing}")
+    bad = [i for i in ids if not isinstance(result[i], bytes | bytearray) or not result[i]]
+    if bad:
+        raise InvalidAssignmentError(
+            f"the assignor gave members {bad} empty or non-bytes assignments; every member needs"
+            " real assignment bytes (an empty one makes Java members fail)")
+    return [SyncGroupRequestAssignment(member_id=i, assignment=bytes(result[i])) for i in ids]

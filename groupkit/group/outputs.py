@@ -1,0 +1,104 @@
+"""What the membership machine asks of the runtime and tells the application.
+
+Requests are unversioned message objects: the runtime picks the version its connection
+negotiated. Everything else is a fact that has happened.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Hashable
+
+import attrs
+
+from groupkit.errors import GroupkitError
+from groupkit.protocol.schema import Request
+
+
+class Destination(enum.Enum):
+    """Where a request must go."""
+
+    ANY_BROKER = "any broker"
+    COORDINATOR = "coordinator"
+
+
+@attrs.frozen
+class Send:
+    """Send ``request``; report its answer with ``on_response(token, ...)`` or its failure with
+    ``on_request_failed(token, ...)``. ``timeout_ms`` overrides the runtime's request timeout
+    (JoinGroup and SyncGroup are held by the coordinator for up to the rebalance timeout)."""
+
+    token: int
+    request: Request
+    destination: Destination
+    timeout_ms: int | None = None
+
+
+@attrs.frozen
+class CoordinatorChanged:
+    """The group coordinator is this broker; coordinator-bound requests go there from now on."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+@attrs.frozen
+class CoordinatorLost:
+    """The coordinator stopped answering or moved; requests in flight to it are abandoned."""
+
+    reason: str
+
+
+@attrs.frozen
+class Assigned:
+    """SyncGroup gave this member its assignment for ``generation_id``.
+
+    ``added`` and ``revoked`` compare the new units with what the member held before: for a
+    cooperative protocol a non-empty ``revoked`` means "give these up, then ``request_rejoin``".
+    """
+
+    generation_id: int
+    member_id: str
+    protocol_name: str
+    assignment: bytes
+    units: frozenset[Hashable]
+    added: frozenset[Hashable]
+    revoked: frozenset[Hashable]
+
+
+@attrs.frozen
+class Revoked:
+    """Before an eager rejoin: stop work on ``units`` (commit while the generation is still
+    valid), then call ``revocation_done``; JoinGroup waits for it."""
+
+    generation_id: int
+    units: frozenset[Hashable]
+
+
+@attrs.frozen
+class Lost:
+    """The member's generation ended without an orderly revoke (commits for it will fail)."""
+
+    units: frozenset[Hashable]
+    reason: str
+
+
+@attrs.frozen
+class Left:
+    """The member is out of the group: closed, or its poll interval expired.
+
+    After a poll interval expiry the member rejoins on the application's next poll.
+    """
+
+    reason: str
+
+
+@attrs.frozen
+class Fatal:
+    """The member stopped for good; the application must see ``error``."""
+
+    error: GroupkitError
+
+
+Output = Send | CoordinatorChanged | CoordinatorLost | Assigned | Revoked | Lost | Left | Fatal

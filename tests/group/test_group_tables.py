@@ -1,0 +1,84 @@
+"""Config validation, back-off arithmetic, the transition table and the page drawn from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groupkit.errors import ConfigError, IllegalStateError
+from groupkit.group import GroupConfig, MemberState, Trigger
+from groupkit.group.backoff import Backoff
+from groupkit.group.diagram import render
+from groupkit.group.states import TERMINAL_STATES, TRANSITIONS, next_state
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "group-state-machine.md"
+
+
+def test_config_defaults_are_the_java_clients() -> None:
+    config = GroupConfig(group_id="g")
+    assert (config.session_timeout_ms, config.heartbeat_interval_ms, config.max_poll_interval_ms,
+            config.rebalance_timeout_ms, config.retry_backoff_ms, config.retry_backoff_max_ms) \
+        == (45_000, 3_000, 300_000, 300_000, 100, 1_000)
+    assert not config.is_static and not config.leave_group_on_close
+    assert GroupConfig(group_id="g", max_poll_interval_ms=10_000).rebalance_timeout_ms == 10_000
+
+
+@pytest.mark.parametrize(("setting", "value"), [
+    ("group_id", ""),
+    ("group_id", None),
+    ("session_timeout_ms", 0),
+    ("session_timeout_ms", -5),
+    ("session_timeout_ms", 1.5),
+    ("session_timeout_ms", True),
+    ("heartbeat_interval_ms", 45_000),
+    ("max_poll_interval_ms", 2**31),
+    ("rebalance_timeout_ms", None),
+    ("retry_backoff_max_ms", 50),
+    ("group_instance_id", ""),
+    ("client_rack", 3),
+    ("leave_group_on_close", "yes"),
+])
+def test_bad_settings_raise_config_error_naming_the_setting(setting: str, value: object) -> None:
+    settings: dict[str, object] = {"group_id": "g", setting: value}
+    with pytest.raises(ConfigError, match=setting):
+        GroupConfig(**settings)  # type: ignore[arg-type]
+
+
+def test_backoff_doubles_up_to_the_cap_with_bounded_jitter() -> None:
+    mid = Backoff(100, 1_000, lambda: 0.5)
+    assert [mid.delay(n) for n in range(1, 7)] == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0]
+    low, high = Backoff(100, 1_000, lambda: 0.0), Backoff(100, 1_000, lambda: 0.999999)
+    assert low.delay(1) == pytest.approx(0.08)
+    assert high.delay(1) == pytest.approx(0.12, rel=1e-4)
+    assert high.delay(30) == 1.0, "jitter never pushes past retry_backoff_max_ms"
+    assert mid.delay(10_000) == 1.0
+
+
+def test_every_state_is_reachable_from_unjoined() -> None:
+    seen, frontier = {MemberState.UNJOINED}, [MemberState.UNJOINED]
+    while frontier:
+        state = frontier.pop()
+        for (source, _), target in TRANSITIONS.items():
+            if source is state and target not in seen:
+                seen.add(target)
+                frontier.append(target)
+    assert seen == set(MemberState)
+
+
+def test_terminal_states_have_no_way_out_and_the_rest_can_stop() -> None:
+    assert not [key for key in TRANSITIONS if key[0] in TERMINAL_STATES]
+    for state in set(MemberState) - TERMINAL_STATES:
+        assert (state, Trigger.FAILED) in TRANSITIONS
+
+
+def test_a_pair_missing_from_the_table_is_a_named_error() -> None:
+    assert next_state(MemberState.PREPARING_REBALANCE, Trigger.JOINED) \
+        is MemberState.COMPLETING_REBALANCE
+    with pytest.raises(IllegalStateError, match="STABLE on JOINED"):
+        next_state(MemberState.STABLE, Trigger.JOINED)
+
+
+def test_the_docs_page_is_drawn_from_the_current_tables() -> None:
+    assert DOC.read_text() == render() + "\n", \
+        "regenerate: python -m groupkit.group.diagram > docs/group-state-machine.md"
