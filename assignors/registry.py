@@ -1,0 +1,64 @@
+"""Finding an assignor by name: the built-ins, then the ``groupkit.assignors`` entry points."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+from assignors.base import Assignor
+from assignors.range import RangeAssignor
+from assignors.roundrobin import RoundRobinAssignor
+from assignors.sticky import CooperativeStickyAssignor, StickyAssignor
+from groupkit.errors import ConfigError
+
+ENTRY_POINT_GROUP = "groupkit.assignors"
+
+BUILTINS: dict[str, Callable[[], Assignor]] = {
+    "range": RangeAssignor,
+    "roundrobin": RoundRobinAssignor,
+    "sticky": StickyAssignor,
+    "cooperative-sticky": CooperativeStickyAssignor,
+}
+
+
+def available() -> list[str]:
+    """Names ``lookup`` accepts: the built-ins, then installed plugins in name order."""
+    plugins = sorted({ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)} - set(BUILTINS))
+    return [*BUILTINS, *plugins]
+
+
+def lookup(name: str) -> Assignor:
+    """A new instance of the assignor called ``name``.
+
+    An entry point may name an Assignor subclass or any callable returning an Assignor.
+    """
+    factory = BUILTINS.get(name)
+    if factory is None:
+        found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name]
+        if not found:
+            raise ConfigError(
+                f"unknown partition assignor {name!r}; known: {', '.join(available())}. "
+                f"Install a plugin that registers it under the {ENTRY_POINT_GROUP!r} entry point "
+                "group, or pick a known name."
+            )
+        factory = found[0].load()
+    assignor = factory()
+    if not isinstance(assignor, Assignor):
+        raise ConfigError(
+            f"partition assignor {name!r} built a {type(assignor).__name__}, not an Assignor; "
+            "its plugin must register an Assignor subclass or a factory returning one"
+        )
+    if not assignor.name:
+        assignor.name = name
+    return assignor
+
+
+def resolve(spec: str | Assignor) -> Assignor:
+    """An assignor from a name (looked up) or an Assignor instance (used as is)."""
+    if isinstance(spec, Assignor):
+        return spec
+    if isinstance(spec, str):
+        return lookup(spec)
+    raise ConfigError(
+        f"partition assignor must be a name or an Assignor instance, not {type(spec).__name__}"
+    )
