@@ -203,3 +203,4 @@ class ProducerConfig(ClientConfig):
     delivery_timeout_ms: int = attrs.field(default=120000, validator=_at_least(1))
     retries: int = attrs.field(default=2147483647, validator=_at_least(0))
     max_in_flight_requests_per_connection: int = attrs.field(default=5, validator=_at_least(1))
+    max_block_ms: int = attrs.field(default=60000, validator=_at_least(0))

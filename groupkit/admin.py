@@ -1,0 +1,390 @@
+"""Admin: create and delete topics, inspect and delete groups, look up offsets.
+
+Each call routes itself: topic changes to the controller, group calls to each group's
+coordinator (found with FindCoordinator and retried while it moves or loads), offset lookups to
+partition leaders. Broker errors raise the matching ``groupkit.errors`` exception.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from assignors import TopicPartition
+from groupkit.admin_values import (
+    CommittedOffset,
+    CreatedTopic,
+    GroupDescription,
+    GroupListing,
+    ListedOffset,
+    MemberDescription,
+)
+from groupkit.config import ClientConfig
+from groupkit.errors import (
+    BrokerError,
+    ConfigError,
+    GroupkitError,
+    KafkaConnectionError,
+    RequestTimeoutError,
+    check_error,
+    error_for_code,
+)
+from groupkit.protocol.messages.create_topics import (
+    CreateTopicsRequest,
+    CreateTopicsRequestConfig,
+    CreateTopicsRequestTopic,
+)
+from groupkit.protocol.messages.delete_groups import DeleteGroupsRequest
+from groupkit.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsRequestTopic
+from groupkit.protocol.messages.describe_groups import DescribeGroupsRequest
+from groupkit.protocol.messages.list_groups import ListGroupsRequest
+from groupkit.protocol.messages.list_offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+)
+from groupkit.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
+)
+from groupkit.protocol.schema import Request, Response
+from groupkit.runtime.cluster import COORDINATOR, Cluster
+
+__all__ = ["Admin"]
+
+_DELETE_TOPICS = 20
+_OFFSET_FETCH = 9
+_TOPICS_BY_ID_VERSION = 6
+_GROUPS_ARRAY_VERSION = 8
+#: Codes after which a group request goes to a freshly looked-up coordinator.
+_COORDINATOR_MOVED = (15, 16)
+_COORDINATOR_LOADING = 14
+_UNKNOWN_TOPIC = 3
+_LEADER_NOT_AVAILABLE = 5
+_SPECS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
+
+#: (error code, the group's part of a response) per group id.
+Split = Callable[[Response, list[str]], dict[str, tuple[int, Any]]]
+
+
+class Admin:
+    """Administrative calls on one cluster; a context manager (or call ``close()``).
+
+    Settings are those of :class:`~groupkit.config.ClientConfig`. Connects at once;
+    NoBrokersAvailable if no bootstrap server answers.
+    """
+
+    def __init__(self, **settings: Any) -> None:
+        self.config = ClientConfig.from_kwargs(settings)
+        self._cluster = Cluster(self.config)
+        self._cluster.bootstrap()
+
+    @property
+    def _timeout(self) -> float:
+        return self.config.request_timeout_ms / 1000
+
+    def _controller(self) -> int:
+        controller = self._cluster.metadata.controller_id
+        return controller if controller in self._cluster.metadata.brokers \
+            else self._cluster.least_loaded_node()
+
+    # --- topics --------------------------------------------------------------------------------
+
+    def create_topics(self, names: Iterable[str], num_partitions: int = 1,
+                      replication_factor: int = 1,
+                      configs: Mapping[str, str] | None = None) -> list[CreatedTopic]:
+        """Create topics and wait until metadata lists them; raises the first topic's error."""
+        names = list(names)
+        if not names:
+            raise ConfigError("create_topics needs at least one topic name")
+        request = CreateTopicsRequest(
+            topics=[CreateTopicsRequestTopic(
+                name=name, num_partitions=num_partitions, replication_factor=replication_factor,
+                assignments=[],
+                configs=[CreateTopicsRequestConfig(name=k, value=v)
+                         for k, v in (configs or {}).items()]) for name in names],
+            timeout_ms=self.config.request_timeout_ms)
+        response = self._cluster.call(self._controller(), request)
+        created = []
+        for topic in response.topics:
+            _check(topic.error_code, f"topic {topic.name!r}", topic.error_message)
+            created.append(CreatedTopic(topic.name, topic.topic_id, topic.num_partitions,
+                                        topic.replication_factor))
+        self._wait_for_topics(names, present=True)
+        return created
+
+    def delete_topics(self, names: Iterable[str]) -> None:
+        """Delete topics and wait until metadata no longer lists them."""
+        names = list(names)
+        if not names:
+            raise ConfigError("delete_topics needs at least one topic name")
+        node = self._controller()
+        version = self._cluster.api_version(node, _DELETE_TOPICS)
+        if version is not None and version >= _TOPICS_BY_ID_VERSION:
+            request = DeleteTopicsRequest(topics=[DeleteTopicsRequestTopic(name=n) for n in names],
+                                          timeout_ms=self.config.request_timeout_ms)
+        else:
+            request = DeleteTopicsRequest(topic_names=names,
+                                          timeout_ms=self.config.request_timeout_ms)
+        response = self._cluster.call(node, request, version=version)
+        for topic in response.responses:
+            _check(topic.error_code, f"topic {topic.name!r}", topic.error_message)
+        self._wait_for_topics(names, present=False)
+
+    def _wait_for_topics(self, names: list[str], present: bool) -> None:
+        deadline = time.monotonic() + self._timeout
+        backoff = self.config.retry_backoff_ms / 1000
+        while True:
+            metadata = self._cluster.refresh(names)
+            waiting = [n for n in names if (metadata.topic(n) is None
+                       or not all(p.leader >= 0 for p in metadata.topics[n].partitions.values()))
+                       == present]
+            if not waiting:
+                return
+            if time.monotonic() + backoff > deadline:
+                raise RequestTimeoutError(
+                    f"topics {', '.join(waiting)} did not {'appear in' if present else 'leave'}"
+                    f" the metadata within {self.config.request_timeout_ms} ms; check the"
+                    " controller's health")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
+
+    def list_topics(self) -> dict[str, int]:
+        """Every topic and its partition count."""
+        metadata = self._cluster.refresh(all_topics=True)
+        return {name: info.partition_count for name, info in metadata.topics.items()}
+
+    # --- groups --------------------------------------------------------------------------------
+
+    def list_groups(self) -> list[GroupListing]:
+        """The groups every broker coordinates, sorted by id."""
+        nodes = list(self._cluster.refresh().brokers)
+        futures = [self._cluster.send(node, ListGroupsRequest()) for node in nodes]
+        listings: dict[str, GroupListing] = {}
+        for future in futures:
+            response = future.result(self._timeout + 1)
+            check_error(response.error_code)
+            for g in response.groups:
+                listings[g.group_id] = GroupListing(g.group_id, g.protocol_type,
+                                                    g.group_state or None)
+        return [listings[k] for k in sorted(listings)]
+
+    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        """Describe groups; consumer-protocol members get their topics and partitions decoded."""
+        def split(response: Response, groups: list[str]) -> dict[str, tuple[int, Any]]:
+            return {g.group_id: (g.error_code, g) for g in response.groups}
+
+        answers = self._by_coordinator(
+            group_ids, lambda groups: DescribeGroupsRequest(groups=groups), split)
+        described = {}
+        for group_id, (code, group) in answers.items():
+            _check(code, f"group {group_id!r}")
+            described[group_id] = GroupDescription(
+                group.group_id, group.group_state, group.protocol_type, group.protocol_data,
+                tuple(MemberDescription.from_wire(m, group.protocol_type)
+                      for m in group.members))
+        return described
+
+    def delete_groups(self, group_ids: Iterable[str]) -> None:
+        """Delete empty groups and their committed offsets."""
+        def split(response: Response, groups: list[str]) -> dict[str, tuple[int, Any]]:
+            return {r.group_id: (r.error_code, None) for r in response.results}
+
+        answers = self._by_coordinator(
+            group_ids, lambda groups: DeleteGroupsRequest(groups_names=groups), split)
+        for group_id, (code, _) in answers.items():
+            _check(code, f"group {group_id!r}")
+
+    def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+                           ) -> dict[TopicPartition, CommittedOffset]:
+        """A group's committed offsets: of ``partitions``, or of every partition it committed."""
+        wanted: dict[str, list[int]] | None = None
+        if partitions is not None:
+            wanted = collections.defaultdict(list)
+            for tp in partitions:
+                wanted[tp.topic].append(tp.partition)
+        node = self._cluster.coordinator(group_id)
+        version = self._cluster.api_version(node, _OFFSET_FETCH) or 0
+        if version >= _GROUPS_ARRAY_VERSION:
+            def build(groups: list[str]) -> Request:
+                topics = None if wanted is None else [
+                    OffsetFetchRequestTopics(name=t, partition_indexes=p)
+                    for t, p in wanted.items()]
+                return OffsetFetchRequest(groups=[OffsetFetchRequestGroup(
+                    group_id=group_id, topics=topics)])
+
+            def split(response: Response, groups: list[str]) -> dict[str, tuple[int, Any]]:
+                return {g.group_id: (g.error_code, g.topics) for g in response.groups}
+        else:
+            def build(groups: list[str]) -> Request:
+                topics = None if wanted is None else [
+                    OffsetFetchRequestTopic(name=t, partition_indexes=p)
+                    for t, p in wanted.items()]
+                return OffsetFetchRequest(group_id=group_id, topics=topics)
+
+            def split(response: Response, groups: list[str]) -> dict[str, tuple[int, Any]]:
+                return {group_id: (response.error_code, response.topics)}
+
+        code, topics = self._by_coordinator([group_id], build, split, version)[group_id]
+        _check(code, f"group {group_id!r}")
+        offsets = {}
+        for topic in topics:
+            for p in topic.partitions:
+                _check(p.error_code, f"{topic.name}-{p.partition_index}")
+                if p.committed_offset >= 0:
+                    offsets[TopicPartition(topic.name, p.partition_index)] = CommittedOffset(
+                        p.committed_offset, p.metadata, p.committed_leader_epoch)
+        return offsets
+
+    def _by_coordinator(self, group_ids: Iterable[str], build: Callable[[list[str]], Request],
+                        split: Split, version: int | None = None
+                        ) -> dict[str, tuple[int, Any]]:
+        """Send ``build(groups)`` to each coordinator for its groups, retrying groups whose
+        coordinator moved or is loading; returns each group's (error code, answer part)."""
+        pending = list(dict.fromkeys(group_ids))
+        answers: dict[str, tuple[int, Any]] = {}
+        deadline = time.monotonic() + self._timeout
+        backoff = self.config.retry_backoff_ms / 1000
+        last: BaseException | None = None
+        while pending:
+            coordinators = self._cluster.coordinators(pending)
+            by_node: dict[int, list[str]] = collections.defaultdict(list)
+            for group_id in pending:
+                by_node[coordinators[group_id]].append(group_id)
+            futures = {node: self._cluster.send(node, build(groups), COORDINATOR, version)
+                       for node, groups in by_node.items()}
+            retry: list[str] = []
+            for node, future in futures.items():
+                groups = by_node[node]
+                try:
+                    response = future.result(self._timeout + 1)
+                except (KafkaConnectionError, RequestTimeoutError) as exc:
+                    last = exc
+                    retry += groups
+                    for group_id in groups:
+                        self._cluster.invalidate_coordinator(group_id)
+                    continue
+                for group_id, (code, part) in split(response, groups).items():
+                    if code in _COORDINATOR_MOVED or code == _COORDINATOR_LOADING:
+                        last = error_for_code(code)()
+                        retry.append(group_id)
+                        if code in _COORDINATOR_MOVED:
+                            self._cluster.invalidate_coordinator(group_id)
+                    else:
+                        answers[group_id] = (code, part)
+            pending = retry
+            if pending:
+                if time.monotonic() + backoff > deadline:
+                    raise RequestTimeoutError(
+                        f"groups {', '.join(pending)} got no answer from their coordinator "
+                        f"within {self.config.request_timeout_ms} ms (last error: {last})")
+                time.sleep(backoff)
+                backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
+        return answers
+
+    # --- offsets -------------------------------------------------------------------------------
+
+    def list_offsets(self, specs: Mapping[TopicPartition, str | int]
+                     ) -> dict[TopicPartition, ListedOffset]:
+        """Offsets per partition for a spec: "earliest", "latest" or a timestamp in ms
+        (the first offset whose timestamp is at least it; -1 if none)."""
+        wanted: dict[TopicPartition, int] = {}
+        for tp, spec in specs.items():
+            if isinstance(spec, str) and spec in _SPECS:
+                wanted[TopicPartition(*tp)] = _SPECS[spec]
+            elif isinstance(spec, int) and not isinstance(spec, bool) and spec >= 0:
+                wanted[TopicPartition(*tp)] = spec
+            else:
+                raise ConfigError(f"offset spec for {tp} must be 'earliest', 'latest' or a "
+                                  f"timestamp in ms >= 0, not {spec!r}")
+        self._cluster.refresh({tp.topic for tp in wanted})
+        results: dict[TopicPartition, ListedOffset] = {}
+        deadline = time.monotonic() + self._timeout
+        backoff = self.config.retry_backoff_ms / 1000
+        while wanted:
+            retry, last = self._list_offsets_once(wanted, results)
+            wanted = {tp: wanted[tp] for tp in retry}
+            if wanted:
+                if time.monotonic() + backoff > deadline:
+                    raise last
+                time.sleep(backoff)
+                backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
+                self._cluster.refresh()
+        return results
+
+    def _list_offsets_once(self, wanted: dict[TopicPartition, int],
+                           results: dict[TopicPartition, ListedOffset]
+                           ) -> tuple[list[TopicPartition], GroupkitError]:
+        metadata = self._cluster.metadata
+        by_leader: dict[int, dict[str, list[ListOffsetsRequestPartition]]] = \
+            collections.defaultdict(lambda: collections.defaultdict(list))
+        retry: list[TopicPartition] = []
+        last: GroupkitError = RequestTimeoutError("no leader answered ListOffsets in time")
+        for tp, timestamp in wanted.items():
+            leader = metadata.leader_for(tp.topic, tp.partition)
+            if leader is None:
+                code = metadata.topic_errors.get(tp.topic, _LEADER_NOT_AVAILABLE)
+                last = _error(code, f"{tp.topic}-{tp.partition}")
+                if code == _UNKNOWN_TOPIC or not last.retriable:
+                    raise last
+                retry.append(tp)
+                continue
+            by_leader[leader][tp.topic].append(ListOffsetsRequestPartition(
+                partition_index=tp.partition, timestamp=timestamp))
+        futures = {node: self._cluster.send(node, ListOffsetsRequest(
+            replica_id=-1, topics=[ListOffsetsRequestTopic(name=t, partitions=p)
+                                   for t, p in topics.items()]))
+            for node, topics in by_leader.items()}
+        for node, future in futures.items():
+            try:
+                response = future.result(self._timeout + 1)
+            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                last = exc
+                retry += [TopicPartition(t, p.partition_index)
+                          for t, parts in by_leader[node].items() for p in parts]
+                continue
+            for topic in response.topics:
+                for p in topic.partitions:
+                    tp = TopicPartition(topic.name, p.partition_index)
+                    if p.error_code:
+                        error = _error(p.error_code, f"{tp.topic}-{tp.partition}")
+                        self._cluster.observe(error)
+                        if not error.retriable:
+                            raise error
+                        last = error
+                        retry.append(tp)
+                        continue
+                    offset = p.old_style_offsets[0] if p.old_style_offsets else p.offset
+                    results[tp] = ListedOffset(offset, p.timestamp, p.leader_epoch)
+        return retry, last
+
+    # --- closing -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every connection."""
+        self._cluster.close()
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _error(code: int, where: str, detail: str | None = None) -> BrokerError:
+    """The exception of ``code``, its message naming what it is about."""
+    cls = error_for_code(code)
+    return cls(f"{where}: {detail or cls.description}")
+
+
+def _check(code: int, where: str, detail: str | None = None) -> None:
+    if code:
+        raise _error(code, where, detail)

@@ -1,0 +1,108 @@
+"""The values :class:`groupkit.admin.Admin` returns: topics, groups, members and offsets."""
+
+from __future__ import annotations
+
+import uuid
+
+import attrs
+
+from assignors import TopicPartition
+from groupkit.errors import CorruptFrame
+from groupkit.protocol.consumer import Assignment, Subscription
+from groupkit.protocol.messages.describe_groups import DescribeGroupsResponseMember
+
+#: The protocol type of groups whose member metadata is the consumer embedded protocol.
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
+@attrs.frozen
+class CreatedTopic:
+    """A topic ``create_topics`` made (partition count and replication as the broker set them)."""
+
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    replication_factor: int
+
+
+@attrs.frozen
+class GroupListing:
+    """One group a broker coordinates. ``state`` is None from brokers older than ListGroups v4."""
+
+    group_id: str
+    protocol_type: str
+    state: str | None = None
+
+
+@attrs.frozen
+class MemberDescription:
+    """One member of a group, with its subscription and assignment decoded when they can be.
+
+    For a "consumer" group ``subscription``/``assignment`` hold the decoded values; for other
+    protocol types, or bytes that do not decode, they are None and ``metadata``/
+    ``assignment_bytes`` keep the raw bytes.
+    """
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    subscription: Subscription | None
+    assignment: tuple[TopicPartition, ...] | None
+    metadata: bytes = attrs.field(repr=False)
+    assignment_bytes: bytes = attrs.field(repr=False)
+
+    @classmethod
+    def from_wire(cls, member: DescribeGroupsResponseMember,
+                  protocol_type: str) -> MemberDescription:
+        """Decode one DescribeGroups member; undecodable bytes become None, never an error."""
+        subscription: Subscription | None = None
+        assignment: tuple[TopicPartition, ...] | None = None
+        if protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscription = _decode_or_none(Subscription, member.member_metadata)
+            decoded = _decode_or_none(Assignment, member.member_assignment)
+            if decoded is not None:
+                assignment = tuple(TopicPartition(t, p) for t, parts in decoded.partitions
+                                   for p in parts)
+        return cls(member.member_id, member.group_instance_id, member.client_id,
+                   member.client_host, subscription, assignment, member.member_metadata,
+                   member.member_assignment)
+
+
+def _decode_or_none(kind: type[Subscription] | type[Assignment],
+                    data: bytes) -> Subscription | Assignment | None:
+    if not data:
+        return None
+    try:
+        return kind.decode(data)
+    except CorruptFrame:
+        return None
+
+
+@attrs.frozen
+class GroupDescription:
+    """A group's state, protocol and members, as its coordinator describes it."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[MemberDescription, ...]
+
+
+@attrs.frozen
+class ListedOffset:
+    """A partition's offset for a ListOffsets spec ("earliest", "latest" or a timestamp)."""
+
+    offset: int
+    timestamp: int = -1
+    leader_epoch: int = -1
+
+
+@attrs.frozen
+class CommittedOffset:
+    """A group's committed position in one partition."""
+
+    offset: int
+    metadata: str | None = ""
+    leader_epoch: int = -1

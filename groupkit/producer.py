@@ -1,0 +1,465 @@
+"""Producer: send records to topics, batched per partition by a background sender thread.
+
+``send()`` picks the partition (murmur2 of the key, Java-compatible; sticky for null keys),
+appends the record to that partition's open batch and returns a future at once. The sender
+thread closes batches when they reach ``batch_size`` or ``linger_ms``, groups them by leader
+into Produce requests (at most ``max_in_flight_requests_per_connection`` per broker), retries
+retriable errors after refreshing metadata, and fails batches after ``delivery_timeout_ms``.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
+from types import TracebackType
+from typing import Any
+
+from groupkit.config import ProducerConfig
+from groupkit.errors import (
+    ConfigError,
+    GroupkitError,
+    IllegalStateError,
+    KafkaConnectionError,
+    RequestTimeoutError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
+from groupkit.partitioner import StickyPartitioner, partition_for_key
+from groupkit.protocol.messages.produce import (
+    ProduceRequest,
+    ProduceRequestPartition,
+    ProduceRequestTopic,
+    ProduceResponse,
+)
+from groupkit.runtime.batches import Batch, RecordFuture, RecordMetadata
+from groupkit.runtime.cluster import Cluster
+
+__all__ = ["Producer", "RecordMetadata"]
+
+log = logging.getLogger(__name__)
+
+_PRODUCE_PURPOSE = "produce"
+_RECORD_OVERHEAD = 16
+_BYTES = (bytes, bytearray, memoryview)
+
+
+def _headers_size(headers: list[tuple[str, bytes | None]]) -> int:
+    """Bytes the headers add to a record; ConfigError unless they are (str, bytes|None) pairs."""
+    size = 0
+    for item in headers:
+        if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+                and (item[1] is None or isinstance(item[1], _BYTES))):
+            raise ConfigError(f"headers must be a list of (str, bytes or None) pairs, not "
+                              f"{item!r} in it")
+        size += len(item[0]) + (len(item[1]) if item[1] is not None else 0) + 4
+    return size
+
+
+def _failed(exc: BaseException) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_exception(exc)
+    return future
+
+
+class Producer:
+    """Sends records to Kafka; thread-safe; use as a context manager or call ``close()``.
+
+    Settings are those of :class:`~groupkit.config.ProducerConfig` (Java names in snake_case),
+    e.g. ``Producer(bootstrap_servers="localhost:9092", acks="all", compression="lz4",
+    linger_ms=5, batch_size=16384)``. Connects at once; NoBrokersAvailable if no bootstrap
+    server answers.
+    """
+
+    def __init__(self, **settings: Any) -> None:
+        self.config = ProducerConfig.from_kwargs(settings)
+        self._cluster = Cluster(self.config, allow_auto_topic_creation=True)
+        self._cluster.bootstrap()
+        self._sticky = StickyPartitioner()
+        # The sticky partition of each topic, so send() asks the partitioner once per batch.
+        self._sticky_now: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._space = threading.Condition(self._lock)
+        self._open: dict[tuple[str, int], Batch] = {}
+        self._ready: collections.deque[Batch] = collections.deque()
+        self._incomplete: set[Batch] = set()
+        self._in_flight: dict[int, int] = collections.defaultdict(int)
+        self._partitions: dict[str, tuple[int, list[int]]] = {}
+        self._outcomes: list[tuple[Batch, tuple[int, int] | None, BaseException | None]] = []
+        self._buffered = 0
+        self._flushing = 0
+        self._closing = False
+        self._closed = False
+        self._sender = threading.Thread(target=self._run, name="groupkit-producer-sender",
+                                        daemon=True)
+        self._sender.start()
+
+    # --- the application side ------------------------------------------------------------------
+
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None,
+             partition: int | None = None, headers: list[tuple[str, bytes | None]] | None = None,
+             timestamp_ms: int | None = None) -> Future[RecordMetadata]:
+        """Queue one record; the future gives its RecordMetadata (or the error that lost it).
+
+        Blocks only to learn a new topic's partitions (up to ``max_block_ms``) or while
+        ``buffer_memory`` is full. Bytes only: encode values and keys before sending.
+        """
+        if self._closing:
+            raise IllegalStateError("send() after close(); create a new Producer")
+        if value is not None and value.__class__ is not bytes and not isinstance(value, _BYTES):
+            raise ConfigError(f"value must be bytes or None, not {type(value).__name__}: "
+                              "encode it (e.g. json.dumps(v).encode()) before sending")
+        if key is not None and key.__class__ is not bytes and not isinstance(key, _BYTES):
+            raise ConfigError(f"key must be bytes or None, not {type(key).__name__}: "
+                              "encode it before sending")
+        known = self._partitions.get(topic)
+        if known is None:
+            try:
+                known = self._learn_topic(topic)
+            except GroupkitError as exc:
+                return _failed(exc)
+        count, available = known
+        if partition is not None and not 0 <= partition < count:
+            return _failed(UnknownTopicOrPartitionError(
+                f"{topic} has partitions 0-{count - 1}, so partition {partition} does not exist"))
+        size = _RECORD_OVERHEAD + (len(value) if value is not None else 0) \
+            + (len(key) if key is not None else 0)
+        if headers:
+            size += _headers_size(headers)
+        if timestamp_ms is None:
+            timestamp_ms = time.time_ns() // 1_000_000
+        elif not isinstance(timestamp_ms, int) or isinstance(timestamp_ms, bool):
+            raise ConfigError(f"timestamp_ms must be an int of milliseconds, not {timestamp_ms!r}")
+        if self._buffered + size > self.config.buffer_memory:
+            self._wait_for_space(size)
+        with self._lock:
+            if partition is None:
+                if key is not None:
+                    partition = partition_for_key(key, count)
+                else:
+                    partition = self._sticky_now.get(topic)
+                    if partition is None:
+                        partition = self._sticky_now[topic] = self._sticky.pick(
+                            topic, available or list(range(count)))
+            tp = (topic, partition)
+            batch = self._open.get(tp)
+            if batch is None or batch.size + size > self.config.batch_size:
+                batch = self._new_batch(tp, batch)
+            index = len(batch.records)
+            batch.records.append((key, value, headers, timestamp_ms))
+            batch.size += size
+            self._buffered += size
+            if batch.size >= self.config.batch_size:
+                self._seal(tp, batch)
+        return RecordFuture(batch, index)
+
+    def _new_batch(self, tp: tuple[str, int], full: Batch | None) -> Batch:
+        if full is not None:
+            self._seal(tp, full)
+        now = time.monotonic()
+        batch = Batch(tp[0], tp[1], now, now + self.config.delivery_timeout_ms / 1000)
+        self._open[tp] = batch
+        self._incomplete.add(batch)
+        self._wake.notify()
+        return batch
+
+    def _seal(self, tp: tuple[str, int], batch: Batch) -> None:
+        """Move an open batch to the ready queue (the lock is held)."""
+        if self._open.get(tp) is batch:
+            del self._open[tp]
+        self._ready.append(batch)
+        if self._sticky_now.get(tp[0]) == tp[1]:
+            del self._sticky_now[tp[0]]
+            self._sticky.next_batch(tp[0], tp[1])
+        self._wake.notify()
+
+    def _learn_topic(self, topic: str) -> tuple[int, list[int]]:
+        """Wait (up to max_block_ms) until metadata lists ``topic`` with partitions."""
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        self._cluster.add_topics([topic])
+        backoff = self.config.retry_backoff_ms / 1000
+        while True:
+            metadata = self._cluster.refresh()
+            info = metadata.topic(topic)
+            if info is not None and info.partitions:
+                known = (info.partition_count, list(info.available))
+                self._partitions[topic] = known
+                return known
+            code = metadata.topic_errors.get(topic)
+            if code and not error_for_code(code).retriable:
+                cls = error_for_code(code)
+                raise cls(f"topic {topic!r}: {cls.description}")
+            if time.monotonic() + backoff >= deadline:
+                raise UnknownTopicOrPartitionError(
+                    f"topic {topic!r} is not in the cluster metadata after max_block_ms="
+                    f"{self.config.max_block_ms}; create it first or let the broker auto-create"
+                    " topics")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
+
+    def _wait_for_space(self, size: int) -> None:
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        with self._lock:
+            while self._buffered + size > self.config.buffer_memory and self._buffered:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RequestTimeoutError(
+                        f"buffer_memory ({self.config.buffer_memory} bytes) stayed full for "
+                        f"max_block_ms={self.config.max_block_ms}; the brokers are not keeping"
+                        " up: raise buffer_memory or slow down")
+                self._flushing += 1
+                self._wake.notify()
+                try:
+                    self._space.wait(left)
+                finally:
+                    self._flushing -= 1
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything queued now and wait until each record is delivered or failed.
+
+        Raises RequestTimeoutError if that takes longer than ``timeout`` seconds.
+        """
+        with self._lock:
+            pending = list(self._incomplete)
+            self._flushing += 1
+            self._wake.notify()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            for batch in pending:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    batch.future.exception(left)
+                except FutureTimeout:
+                    raise RequestTimeoutError(
+                        f"flush did not finish within {timeout} s; some records are still on"
+                        " their way (their futures will tell)") from None
+        finally:
+            with self._lock:
+                self._flushing -= 1
+
+    def partitions_for(self, topic: str) -> list[int]:
+        """The partition numbers of ``topic`` (learning them from metadata if needed).
+
+        Raises UnknownTopicOrPartitionError if the topic does not appear within max_block_ms.
+        """
+        known = self._partitions.get(topic) or self._learn_topic(topic)
+        return list(range(known[0]))
+
+    def close(self, timeout: float | None = None) -> None:
+        """Deliver what is queued (waiting at most ``timeout`` s), then stop and disconnect.
+
+        Records still undelivered after that fail with IllegalStateError.
+        """
+        if self._closed:
+            return
+        self._closing = True
+        try:
+            self.flush(timeout)
+        except RequestTimeoutError:
+            log.warning("producer closed with records undelivered after %s s", timeout)
+        with self._lock:
+            self._closed = True
+            self._wake.notify_all()
+        self._sender.join(timeout=5)
+        self._cluster.close()
+        self._complete()
+        with self._lock:
+            left = list(self._incomplete)
+            self._incomplete.clear()
+            self._open.clear()
+            self._ready.clear()
+        for batch in left:
+            if not batch.future.done():
+                batch.future.set_exception(IllegalStateError(
+                    "the producer was closed before this record was delivered"))
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- the sender thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            if self._cluster.refresh_due_in() <= 0:
+                self._refresh_metadata()
+            with self._lock:
+                if self._closed:
+                    return
+                wait = self._collect(time.monotonic())
+                if not isinstance(wait, dict) and not self._outcomes:
+                    self._wake.wait(wait)
+                    continue
+            self._complete()
+            if isinstance(wait, dict):
+                for node, batches in wait.items():
+                    self._send_to(node, batches)
+
+    def _refresh_metadata(self) -> None:
+        try:
+            metadata = self._cluster.refresh()
+        except GroupkitError as exc:
+            log.warning("producer metadata refresh failed: %s", exc)
+            return
+        except Exception:
+            # Never let a bug here stop the sender thread; batches time out instead.
+            log.exception("producer metadata refresh failed unexpectedly")
+            return
+        with self._lock:
+            for topic in list(self._partitions):
+                info = metadata.topic(topic)
+                if info is not None and info.partitions:
+                    known = (info.partition_count, list(info.available))
+                    if known != self._partitions[topic]:
+                        self._partitions[topic] = known
+                        self._sticky_now.pop(topic, None)
+
+    def _collect(self, now: float) -> dict[int, list[Batch]] | float:
+        """Batches to send now, by leader; or how long to sleep (at most until the metadata
+        is due for a refresh)."""
+        linger = self.config.linger_ms / 1000
+        wake_at: float | None = None
+        for tp, batch in list(self._open.items()):
+            if self._flushing or batch.created + linger <= now:
+                self._seal(tp, batch)
+            elif wake_at is None or batch.created + linger < wake_at:
+                wake_at = batch.created + linger
+        metadata = self._cluster.metadata
+        limit = self.config.max_in_flight_requests_per_connection
+        max_bytes = self.config.max_request_size
+        chosen: dict[int, list[Batch]] = {}
+        sizes: dict[int, int] = {}
+        keep: collections.deque[Batch] = collections.deque()
+        taken: set[tuple[str, int]] = set()
+        while self._ready:
+            batch = self._ready.popleft()
+            if now >= batch.deadline:
+                self._finish(batch, error=RequestTimeoutError(
+                    f"{batch.topic}-{batch.partition}: {len(batch.records)} records were not "
+                    f"delivered within delivery_timeout_ms={self.config.delivery_timeout_ms}"))
+                continue
+            if batch.retry_at > now:
+                keep.append(batch)
+                wake_at = batch.retry_at if wake_at is None else min(wake_at, batch.retry_at)
+                continue
+            leader = metadata.leader_for(batch.topic, batch.partition)
+            if leader is None:
+                self._cluster.request_refresh()
+                keep.append(batch)
+                continue
+            if leader not in chosen:
+                if self._in_flight[leader] >= limit:
+                    keep.append(batch)
+                    continue
+                self._in_flight[leader] += 1
+                chosen[leader], sizes[leader] = [], 0
+            elif sizes[leader] + batch.size > max_bytes or (batch.topic, batch.partition) in taken:
+                keep.append(batch)
+                continue
+            taken.add((batch.topic, batch.partition))
+            chosen[leader].append(batch)
+            sizes[leader] += batch.size
+        self._ready = keep
+        if chosen:
+            return chosen
+        if keep and self._cluster.stale:
+            return self.config.retry_backoff_ms / 1000
+        refresh_at = now + self._cluster.refresh_due_in()
+        wake_at = refresh_at if wake_at is None else min(wake_at, refresh_at)
+        return max(0.0, wake_at - now)
+
+    def _send_to(self, node: int, batches: list[Batch]) -> None:
+        compression = self.config.compression
+        topics: dict[str, list[ProduceRequestPartition]] = {}
+        try:
+            for batch in batches:
+                batch.attempts += 1
+                topics.setdefault(batch.topic, []).append(
+                    ProduceRequestPartition(index=batch.partition,
+                                            records=batch.encode(compression)))
+        except Exception as exc:
+            # An encoder failure fails these batches; the sender thread must live on.
+            self._done_request(node, batches, exc, None)
+            return
+        request = ProduceRequest(
+            acks=self.config.acks, timeout_ms=self.config.request_timeout_ms,
+            topic_data=[ProduceRequestTopic(name=t, partition_data=p) for t, p in topics.items()])
+        future = self._cluster.send(node, request, _PRODUCE_PURPOSE)
+        future.add_done_callback(partial(self._on_response, node, batches))
+
+    def _on_response(self, node: int, batches: list[Batch], future: Future[Any]) -> None:
+        exc = future.exception()
+        self._done_request(node, batches, exc, None if exc else future.result())
+
+    def _done_request(self, node: int, batches: list[Batch], exc: BaseException | None,
+                      response: ProduceResponse | None) -> None:
+        """Finish, retry or fail each batch of one Produce request (on the reader thread)."""
+        answers = {}
+        if response is not None:
+            answers = {(t.name, p.index): p for t in response.responses
+                       for p in t.partition_responses}
+        with self._lock:
+            self._in_flight[node] -= 1
+            for batch in batches:
+                if exc is not None:
+                    self._retry_or_fail(batch, exc)
+                    continue
+                if response is None:
+                    self._finish(batch, result=(-1, -1))
+                    continue
+                answer = answers.get((batch.topic, batch.partition))
+                if answer is None:
+                    self._retry_or_fail(batch, KafkaConnectionError(
+                        f"the broker's Produce answer did not mention {batch.topic}-"
+                        f"{batch.partition}"))
+                elif answer.error_code:
+                    error = error_for_code(answer.error_code)(answer.error_message)
+                    self._cluster.observe(error)
+                    self._retry_or_fail(batch, error)
+                else:
+                    self._finish(batch, result=(answer.base_offset, answer.log_append_time_ms))
+            self._wake.notify()
+        self._complete()
+
+    def _retry_or_fail(self, batch: Batch, error: BaseException) -> None:
+        retriable = isinstance(error, GroupkitError) and error.retriable
+        now = time.monotonic()
+        if retriable and batch.attempts <= self.config.retries and now < batch.deadline \
+                and not self._closed:
+            backoff = min(self.config.retry_backoff_ms * 2 ** (batch.attempts - 1),
+                          self.config.retry_backoff_max_ms) / 1000
+            batch.retry_at = now + backoff
+            self._ready.appendleft(batch)
+            self._cluster.request_refresh()
+            return
+        self._finish(batch, error=error)
+
+    def _finish(self, batch: Batch, result: tuple[int, int] | None = None,
+                error: BaseException | None = None) -> None:
+        """Free a batch's buffer space and queue its outcome (the lock is held).
+
+        Futures are completed by ``_complete`` after the lock is released, so callbacks may
+        call ``send()``.
+        """
+        self._incomplete.discard(batch)
+        self._buffered -= batch.size
+        batch.encoded = None
+        self._space.notify_all()
+        self._outcomes.append((batch, result, error))
+
+    def _complete(self) -> None:
+        with self._lock:
+            outcomes, self._outcomes = self._outcomes, []
+        for batch, result, error in outcomes:
+            if error is not None:
+                batch.future.set_exception(error)
+            else:
+                batch.future.set_result(result)  # type: ignore[arg-type]

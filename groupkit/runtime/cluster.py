@@ -1,0 +1,426 @@
+"""The cluster as a client sees it: bootstrap, metadata refresh, routing and coordinators.
+
+``Cluster`` holds one pooled ``BrokerConnection`` per (node id, purpose), so a consumer can keep
+its fetch long-polls and its group coordinator traffic on separate sockets. It keeps the
+metadata value (:class:`~groupkit.runtime.metadata.ClusterMetadata`) fresh: on NOT_LEADER,
+UNKNOWN_TOPIC, a broken connection (see ``observe``) or after ``metadata_max_age_ms``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import Future
+from typing import Any
+
+import attrs
+
+from groupkit.config import ClientConfig
+from groupkit.errors import (
+    BrokerError,
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    GroupkitError,
+    IllegalStateError,
+    KafkaConnectionError,
+    LeaderNotAvailableError,
+    NoBrokersAvailable,
+    NotCoordinatorError,
+    NotLeaderOrFollowerError,
+    RequestTimeoutError,
+    UnknownTopicOrPartitionError,
+    check_error,
+    error_for_code,
+)
+from groupkit.protocol.messages.find_coordinator import (
+    KEY_TYPE_GROUP,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
+from groupkit.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
+from groupkit.protocol.schema import Request
+from groupkit.runtime.connection import BrokerConnection, backoff_ms
+from groupkit.runtime.metadata import BrokerInfo, ClusterMetadata
+from groupkit.runtime.sasl import SaslCredentials
+from groupkit.runtime.tls import TlsConfig
+
+__all__ = ["Cluster", "DEFAULT", "COORDINATOR", "FETCH"]
+
+log = logging.getLogger(__name__)
+
+#: Connection purposes: ordinary requests, the group coordinator, fetch long-polls.
+DEFAULT = "default"
+COORDINATOR = "coordinator"
+FETCH = "fetch"
+
+_FIND_COORDINATOR = 10
+_BATCHED_FIND_COORDINATOR = 4
+
+#: Errors after which the metadata is out of date.
+_STALE_METADATA = (NotLeaderOrFollowerError, UnknownTopicOrPartitionError,
+                   LeaderNotAvailableError, KafkaConnectionError, RequestTimeoutError)
+#: FindCoordinator answers worth asking again after a backoff.
+_COORDINATOR_RETRY = (CoordinatorNotAvailableError, CoordinatorLoadInProgressError,
+                      NotCoordinatorError)
+
+
+@attrs.define(eq=False)
+class Cluster:
+    """Connections to every broker of one cluster, and what the cluster looks like.
+
+    Safe to share between threads. ``allow_auto_topic_creation`` is sent with topic metadata
+    requests (producers want it; admin tools do not).
+    """
+
+    config: ClientConfig
+    allow_auto_topic_creation: bool = False
+    metadata: ClusterMetadata = attrs.field(factory=ClusterMetadata, init=False)
+    _topics: set[str] = attrs.field(factory=set, init=False, repr=False)
+    _conns: dict[tuple[int, str], BrokerConnection] = attrs.field(factory=dict, init=False,
+                                                                  repr=False)
+    _coordinator_brokers: dict[int, BrokerInfo] = attrs.field(factory=dict, init=False,
+                                                              repr=False)
+    _coordinator_cache: dict[tuple[int, str], int] = attrs.field(factory=dict, init=False,
+                                                                 repr=False)
+    _lock: threading.RLock = attrs.field(factory=threading.RLock, init=False, repr=False)
+    _refresh_lock: threading.RLock = attrs.field(factory=threading.RLock, init=False,
+                                                 repr=False)
+    _fetched_at: float = attrs.field(default=0.0, init=False, repr=False)
+    _stale: bool = attrs.field(default=True, init=False, repr=False)
+    _refresh_failures: int = attrs.field(default=0, init=False, repr=False)
+    _next_refresh_at: float = attrs.field(default=0.0, init=False, repr=False)
+    _closed: bool = attrs.field(default=False, init=False, repr=False)
+
+    # --- connections ---------------------------------------------------------------------------
+
+    def _new_connection(self, host: str, port: int) -> BrokerConnection:
+        c = self.config
+        tls = (TlsConfig(c.ssl_cafile, c.ssl_certfile, c.ssl_keyfile, c.ssl_password,
+                         c.ssl_check_hostname) if c.uses_tls else None)
+        sasl = (SaslCredentials(c.sasl_mechanism, c.sasl_plain_username or "",
+                                c.sasl_plain_password or "") if c.uses_sasl else None)
+        return BrokerConnection(
+            host, port, client_id=c.client_id, request_timeout_ms=c.request_timeout_ms,
+            connect_timeout_ms=c.socket_connection_setup_timeout_ms,
+            reconnect_backoff_ms=max(1, c.reconnect_backoff_ms),
+            reconnect_backoff_max_ms=max(1, c.reconnect_backoff_max_ms),
+            max_frame_size=c.max_frame_size, tls=tls, sasl=sasl)
+
+    def connection(self, node_id: int, purpose: str = DEFAULT) -> BrokerConnection:
+        """The pooled connection to ``node_id`` for ``purpose`` (made on first use)."""
+        key = (node_id, purpose)
+        with self._lock:
+            if self._closed:
+                raise IllegalStateError("this client is closed; create a new one")
+            conn = self._conns.get(key)
+            if conn is not None:
+                return conn
+            broker = self.metadata.broker(node_id) or self._coordinator_brokers.get(node_id)
+            if broker is None:
+                raise KafkaConnectionError(
+                    f"node {node_id} is not in the cluster metadata; refresh metadata and route"
+                    " the request again")
+            conn = self._conns[key] = self._new_connection(broker.host, broker.port)
+            return conn
+
+    def send(self, node_id: int, request: Request, purpose: str = DEFAULT,
+             version: int | None = None, timeout_ms: int | None = None) -> Future[Any]:
+        """Send ``request`` to ``node_id``; a connection failure marks the metadata stale."""
+        try:
+            conn = self.connection(node_id, purpose)
+        except GroupkitError as exc:
+            self.observe(exc)
+            failed: Future[Any] = Future()
+            failed.set_exception(exc)
+            return failed
+        future = conn.send(request, version, timeout_ms=timeout_ms)
+        future.add_done_callback(self._observe_future)
+        return future
+
+    def call(self, node_id: int, request: Request, purpose: str = DEFAULT,
+             version: int | None = None) -> Any:
+        """Send and wait for the response (bounded by the request timeout)."""
+        return self.send(node_id, request, purpose, version).result(
+            self.config.request_timeout_ms / 1000 + 1)
+
+    def least_loaded_node(self) -> int:
+        """A known broker, preferring one with a connection and few requests in flight."""
+        brokers = list(self.metadata.brokers)
+        if not brokers:
+            self.bootstrap()
+            brokers = list(self.metadata.brokers)
+
+        def load(node: int) -> tuple[int, int]:
+            conn = self._conns.get((node, DEFAULT))
+            if conn is None or not conn.connected:
+                return (1, 0)
+            return (0, conn.in_flight())
+        return min(brokers, key=load)
+
+    def api_version(self, node_id: int, api_key: int) -> int | None:
+        """The negotiated version of ``api_key`` with ``node_id`` (connecting if needed)."""
+        conn = self.connection(node_id)
+        conn.connect()
+        return conn.versions.get(api_key)
+
+    # --- metadata ------------------------------------------------------------------------------
+
+    def bootstrap(self, timeout_ms: int | None = None) -> ClusterMetadata:
+        """Ask each bootstrap server in turn for metadata until one answers.
+
+        Raises NoBrokersAvailable, naming every server and why it failed, when none answers
+        within ``timeout_ms`` (default: the request timeout).
+        """
+        timeout = (timeout_ms if timeout_ms is not None else self.config.request_timeout_ms)
+        deadline = time.monotonic() + timeout / 1000
+        failures: list[str] = []
+        for host, port in self.config.bootstrap_servers:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                failures.append(f"{host}:{port}: not tried, out of time")
+                continue
+            conn = self._new_connection(host, port)
+            try:
+                response = conn.send(self._metadata_request(sorted(self._topics)),
+                                     timeout_ms=max(1, int(left * 1000))).result(left + 1)
+            except (GroupkitError, TimeoutError) as exc:
+                failures.append(f"{host}:{port}: {exc}")
+                continue
+            finally:
+                conn.close()
+            self._install(response, sorted(self._topics))
+            return self.metadata
+        raise NoBrokersAvailable(
+            f"none of the bootstrap servers answered within {timeout} ms ("
+            + "; ".join(failures) + "); check bootstrap_servers, that the brokers run and that"
+            " this host can reach them")
+
+    def _metadata_request(self, topics: list[str] | None) -> MetadataRequest:
+        return MetadataRequest(
+            topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=self.allow_auto_topic_creation)
+
+    def _install(self, response: MetadataResponse, asked: list[str] | None) -> None:
+        with self._lock:
+            self.metadata = self.metadata.updated(ClusterMetadata.from_response(response), asked)
+            self._fetched_at = time.monotonic()
+            self._stale = False
+
+    def add_topics(self, topics: Iterable[str]) -> None:
+        """Track ``topics`` in every later refresh (and mark the metadata stale if new)."""
+        with self._lock:
+            new = set(topics) - self._topics
+            if new:
+                self._topics |= new
+                self._stale = True
+
+    def refresh(self, topics: Iterable[str] | None = (),
+                all_topics: bool = False) -> ClusterMetadata:
+        """Fetch metadata now for the tracked topics plus ``topics`` (or every topic).
+
+        After a failure, ``refresh_due_in`` backs off (``retry_backoff_ms`` doubling up to
+        ``retry_backoff_max_ms``) so a background refresher does not spin on a dead cluster.
+        """
+        if topics:
+            self.add_topics(topics)
+        asked = None if all_topics else sorted(self._topics)
+        with self._refresh_lock:
+            try:
+                metadata = self._refresh(asked)
+            except GroupkitError:
+                self._refresh_failures += 1
+                delay_ms = backoff_ms(self._refresh_failures, self.config.retry_backoff_ms,
+                                      self.config.retry_backoff_max_ms, random.random())
+                self._next_refresh_at = time.monotonic() + delay_ms / 1000
+                raise
+            self._refresh_failures = 0
+            return metadata
+
+    def _refresh(self, asked: list[str] | None) -> ClusterMetadata:
+        if self.metadata.brokers:
+            for _ in range(2):
+                node = self.least_loaded_node()
+                try:
+                    self._install(self.call(node, self._metadata_request(asked)), asked)
+                    return self.metadata
+                except (GroupkitError, TimeoutError) as exc:
+                    error = exc
+            log.info("metadata refresh from known brokers failed (%s); bootstrapping again",
+                     error)
+        self.bootstrap()
+        if asked is None:
+            self._install(self.call(self.least_loaded_node(), self._metadata_request(None)),
+                          None)
+        return self.metadata
+
+    def maybe_refresh(self) -> ClusterMetadata:
+        """Refresh if marked stale or older than ``metadata_max_age_ms``; else return the cache."""
+        if self.refresh_due_in() <= 0:
+            return self.refresh()
+        return self.metadata
+
+    def refresh_due_in(self) -> float:
+        """Seconds until the metadata needs a refresh: 0 when stale or too old, unless the last
+        attempt failed and its backoff has not run out."""
+        now = time.monotonic()
+        if self._stale:
+            return max(0.0, self._next_refresh_at - now)
+        return max(0.0, self.config.metadata_max_age_ms / 1000 - (now - self._fetched_at))
+
+    def request_refresh(self) -> None:
+        """Mark the metadata stale: the next ``maybe_refresh`` fetches it."""
+        self._stale = True
+
+    @property
+    def stale(self) -> bool:
+        return self._stale
+
+    def observe(self, exc: BaseException | None) -> None:
+        """Note a failure: stale-metadata errors and broken connections trigger a refresh."""
+        if isinstance(exc, _STALE_METADATA):
+            self._stale = True
+
+    def observe_code(self, code: int) -> None:
+        """As ``observe`` for an error code found inside a response."""
+        if code:
+            self.observe(error_for_code(code)())
+
+    def _observe_future(self, future: Future[Any]) -> None:
+        self.observe(future.exception())
+
+    # --- coordinators --------------------------------------------------------------------------
+
+    def coordinator(self, key: str, key_type: int = KEY_TYPE_GROUP) -> int:
+        """The node id of the coordinator of ``key`` (a group id by default)."""
+        return self.coordinators([key], key_type)[key]
+
+    def coordinators(self, keys: Iterable[str], key_type: int = KEY_TYPE_GROUP,
+                     timeout_ms: int | None = None) -> dict[str, int]:
+        """Coordinator node ids of ``keys``: cached, or found with FindCoordinator.
+
+        One batched request (v4+) when the broker supports it, else one request per key, all
+        pipelined. COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and NOT_COORDINATOR
+        are retried after ``retry_backoff_ms`` until ``timeout_ms`` (default: request timeout).
+        """
+        keys = list(dict.fromkeys(keys))
+        found: dict[str, int] = {}
+        with self._lock:
+            for k in keys:
+                node = self._coordinator_cache.get((key_type, k))
+                if node is not None:
+                    found[k] = node
+        missing = [k for k in keys if k not in found]
+        timeout = timeout_ms if timeout_ms is not None else self.config.request_timeout_ms
+        deadline = time.monotonic() + timeout / 1000
+        backoff = self.config.retry_backoff_ms / 1000
+        last: BaseException | None = None
+        while missing:
+            try:
+                answers = self._find_coordinators(missing, key_type)
+            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                answers, last = {}, exc
+                self.observe(exc)
+            for k, result in answers.items():
+                if isinstance(result, BrokerInfo):
+                    found[k] = result.node_id
+                    with self._lock:
+                        self._coordinator_brokers[result.node_id] = result
+                        self._coordinator_cache[(key_type, k)] = result.node_id
+                elif isinstance(result, _COORDINATOR_RETRY):
+                    last = result
+                else:
+                    raise result
+            missing = [k for k in missing if k not in found]
+            if not missing:
+                break
+            if time.monotonic() + backoff >= deadline:
+                raise RequestTimeoutError(
+                    f"no coordinator found for {', '.join(missing)} within {timeout} ms (last "
+                    f"error: {last}); check that the brokers are healthy")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
+        return {k: found[k] for k in keys}
+
+    def _find_coordinators(self, keys: list[str],
+                           key_type: int) -> dict[str, BrokerInfo | BaseException]:
+        node = self.least_loaded_node()
+        version = self.api_version(node, _FIND_COORDINATOR)
+        if version is None:
+            raise KafkaConnectionError(f"node {node} does not offer FindCoordinator")
+        timeout = self.config.request_timeout_ms / 1000 + 1
+        if version >= _BATCHED_FIND_COORDINATOR:
+            response = self.call(node, FindCoordinatorRequest(
+                key_type=key_type, coordinator_keys=keys), version=version)
+            return {c.key: _coordinator_answer(c.error_code, c.error_message, c.node_id,
+                                               c.host, c.port) for c in response.coordinators}
+        futures = {k: self.send(node, FindCoordinatorRequest(key=k, key_type=key_type),
+                                version=version) for k in keys}
+        answers: dict[str, BrokerInfo | BaseException] = {}
+        for k, future in futures.items():
+            r: FindCoordinatorResponse = future.result(timeout)
+            answers[k] = _coordinator_answer(r.error_code, r.error_message, r.node_id, r.host,
+                                             r.port)
+        return answers
+
+    def invalidate_coordinator(self, key: str, key_type: int = KEY_TYPE_GROUP) -> None:
+        """Forget the cached coordinator of ``key`` (after NOT_COORDINATOR or a broken link)."""
+        with self._lock:
+            self._coordinator_cache.pop((key_type, key), None)
+
+    def send_to_coordinator(self, key: str, request: Request, purpose: str = COORDINATOR,
+                            key_type: int = KEY_TYPE_GROUP) -> Future[Any]:
+        """Send ``request`` to the coordinator of ``key``; forget it if the link breaks."""
+        node = self.coordinator(key, key_type)
+        future = self.send(node, request, purpose)
+
+        def forget_on_failure(f: Future[Any]) -> None:
+            if isinstance(f.exception(), (KafkaConnectionError, RequestTimeoutError)):
+                self.invalidate_coordinator(key, key_type)
+        future.add_done_callback(forget_on_failure)
+        return future
+
+    def send_to_leader(self, topic: str, partition: int, request: Request,
+                       purpose: str = DEFAULT) -> Future[Any]:
+        """Send ``request`` to the leader of ``topic``/``partition`` (refreshing once if unknown)."""
+        leader = self.metadata.leader_for(topic, partition)
+        if leader is None:
+            self.refresh([topic])
+            leader = self.metadata.leader_for(topic, partition)
+        if leader is None:
+            code = self.metadata.topic_errors.get(topic)
+            failed: Future[Any] = Future()
+            failed.set_exception(
+                error_for_code(code)() if code else LeaderNotAvailableError(
+                    f"no leader known for {topic}-{partition}"))
+            return failed
+        return self.send(leader, request, purpose)
+
+    # --- closing -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every connection; later calls raise IllegalStateError."""
+        with self._lock:
+            self._closed = True
+            conns = list(self._conns.values())
+            self._conns.clear()
+        for conn in conns:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def _coordinator_answer(code: int, message: str | None, node_id: int, host: str,
+                        port: int) -> BrokerInfo | BrokerError:
+    if code:
+        try:
+            check_error(code, message if message not in ("", "NONE") else None)
+        except BrokerError as exc:
+            return exc
+    return BrokerInfo(node_id, host, port)
