@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import attrs
 
@@ -48,8 +48,9 @@ def _topic_names(value: Iterable[str]) -> tuple[str, ...]:
 def _topic_partitions(value: Iterable[tuple[str, int]]) -> tuple[TopicPartition, ...]:
     value = tuple(value)
     if value and set(map(type, value)) != {TopicPartition}:
-        value = tuple(tp if type(tp) is TopicPartition else TopicPartition(*tp) for tp in value)
-    return value
+        return tuple(tp if type(tp) is TopicPartition else TopicPartition(*tp) for tp in value)
+    # The check above found every item already a TopicPartition (or none at all).
+    return cast("tuple[TopicPartition, ...]", value)
 
 
 @attrs.frozen(eq=False)

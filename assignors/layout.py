@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from assignors._types import TopicPartition
 
@@ -25,7 +25,7 @@ class PartitionLayout:
         self._starts = [self.offsets[topic] for topic in self.topics]
         self._tps: list[TopicPartition] | None = None
 
-    def indices(self, by_topic: Iterable[tuple[str, Iterable[int]]]) -> list[int]:
+    def indices(self, by_topic: Iterable[tuple[str, Sequence[int]]]) -> list[int]:
         """Numbers of ``[(topic, partition ids)]`` that are in the layout; the others are dropped."""
         offsets, counts = self.offsets, self.counts
         out: list[int] = []

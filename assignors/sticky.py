@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import groupby
 from operator import itemgetter
 
@@ -20,7 +20,7 @@ from assignors.layout import PartitionLayout
 from assignors.sticky_data import decode_sticky_user_data_by_topic, encode_sticky_user_data
 from groupkit.errors import CorruptFrame
 
-ByTopic = Iterable[tuple[str, Iterable[int]]]
+ByTopic = Iterable[tuple[str, Sequence[int]]]
 
 
 def owned_by_topic(subscription: MemberSubscription) -> ByTopic:

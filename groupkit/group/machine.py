@@ -288,13 +288,14 @@ class GroupMachine:
             self._request_deadline = None
         elif token == self._heartbeat:
             self._heartbeat = None
-        if req.kind is _Kind.FIND:
+        # The check above ties each response type to one request kind.
+        if isinstance(response, FindCoordinatorResponse):
             self._on_find(response, now)
-        elif req.kind is _Kind.JOIN:
+        elif isinstance(response, JoinGroupResponse):
             self._on_join(response, now)
-        elif req.kind is _Kind.SYNC:
+        elif isinstance(response, SyncGroupResponse):
             self._on_sync(response, now)
-        elif req.kind is _Kind.HEARTBEAT:
+        elif isinstance(response, HeartbeatResponse):
             self._on_heartbeat(req, response, now)
         elif req.closing and self._state is S.LEAVING:
             self._finish_leave("left the group on close")

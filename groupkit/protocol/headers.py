@@ -10,6 +10,7 @@ which versions the broker speaks.
 from __future__ import annotations
 
 import struct
+from typing import TypeVar
 
 import attrs
 
@@ -20,6 +21,7 @@ from groupkit.protocol.schema import Request, Response
 
 _API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
+_R = TypeVar("_R", bound=Response)
 
 
 def _request_class(api_key: int) -> type[Request]:
@@ -135,8 +137,8 @@ def peek_correlation_id(frame: bytes | bytearray | memoryview) -> int:
     return Reader(frame, context="response header").int32()
 
 
-def decode_response_frame(frame: bytes | bytearray | memoryview, response_cls: type[Response],
-                          version: int) -> tuple[int, Response]:
+def decode_response_frame(frame: bytes | bytearray | memoryview, response_cls: type[_R],
+                          version: int) -> tuple[int, _R]:
     """Decode a response frame (without its size prefix) into its correlation id and body."""
     r = Reader(frame, context="response header")
     correlation_id = r.int32()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 import uuid as _uuid
+from typing import Any
 
 from groupkit.errors import CorruptFrame
 
@@ -48,7 +49,7 @@ class Reader:
         self.pos = pos + n
         return pos
 
-    def _unpack(self, st: struct.Struct, what: str):
+    def _unpack(self, st: struct.Struct, what: str) -> Any:
         pos = self._need(st.size, what)
         return st.unpack_from(self.buf, pos)[0]
 

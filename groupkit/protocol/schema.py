@@ -18,7 +18,7 @@ decode and written back on encode.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import attrs
 
@@ -27,6 +27,17 @@ from groupkit.protocol.primitives import NULL_UUID, Reader, Writer
 
 WriteFn = Callable[[Writer, Any], None]
 ReadFn = Callable[[Reader], Any]
+_T = TypeVar("_T")
+_S = TypeVar("_S", bound="Struct")
+_M = TypeVar("_M", bound="Message")
+
+if TYPE_CHECKING:
+    from typing_extensions import Self, dataclass_transform
+else:
+    def dataclass_transform(**_options: object) -> Callable[[_T], _T]:
+        """Stand-in at run time (3.10 has no typing.dataclass_transform, and typing_extensions
+        is no dependency): the marker only tells type checkers what ``struct`` makes."""
+        return lambda decorator: decorator
 
 _NO_MAX = 0x7FFF
 
@@ -292,7 +303,9 @@ class _Plan:
 
 def _default_of(a: attrs.Attribute) -> Any:
     d = a.default
-    return d.factory() if isinstance(d, attrs.Factory) else d
+    # attrs' stubs declare Factory a function (so ``x: T = Factory(T)`` checks), so mypy cannot
+    # narrow on it; at run time it is the class of factory defaults.
+    return d.factory() if isinstance(d, attrs.Factory) else d  # type: ignore[arg-type, union-attr]
 
 
 def _refuse_none(fw: WriteFn, name: str, version: int) -> WriteFn:
@@ -324,7 +337,8 @@ class Struct:
     _plans: ClassVar[dict]
 
 
-def struct(cls: type) -> type:
+@dataclass_transform(kw_only_default=True, frozen_default=True)
+def struct(cls: type[_S]) -> type[_S]:
     """Make a nested struct class (attrs frozen, keyword-only)."""
     new = attrs.frozen(kw_only=True)(cls)
     new._plans = {}
@@ -366,12 +380,12 @@ class Message(Struct):
         return w.getvalue()
 
     @classmethod
-    def decode_from(cls, r: Reader, version: int) -> Any:
+    def decode_from(cls, r: Reader, version: int) -> Self:
         cls._check_version(version)
         return _plan(cls, version, cls.is_flexible(version)).read(r)
 
     @classmethod
-    def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Any:
+    def decode(cls, data: bytes | bytearray | memoryview, version: int) -> Self:
         """Decode a whole message body at ``version``; trailing bytes are a CorruptFrame."""
         r = Reader(data, context=f"{cls.__name__} v{version}")
         msg = cls.decode_from(r, version)
@@ -393,12 +407,14 @@ class Response(Message):
     Request: ClassVar[type[Request]]
 
 
-def message(*, api_key: int, versions: str, flexible: str | None) -> Callable[[type], type]:
+@dataclass_transform(kw_only_default=True, frozen_default=True)
+def message(*, api_key: int, versions: str,
+            flexible: str | None) -> Callable[[type[_M]], type[_M]]:
     """Make an API message class: attrs frozen, keyword-only, with its API key and versions."""
     low, high = parse_versions(versions)  # type: ignore[misc]
     flex = parse_versions(flexible)
 
-    def wrap(cls: type) -> type:
+    def wrap(cls: type[_M]) -> type[_M]:
         new = struct(cls)
         new.API_KEY = api_key
         new.MIN_VERSION = low
