@@ -17,6 +17,7 @@ demo: venv
 
 lint: venv
 	$(VENV)/bin/ruff check groupkit assignors tests bench examples
+	$(VENV)/bin/mypy
 
 test: venv lint
 	$(PY) -m pytest -q -n 2 -p no:cacheprovider

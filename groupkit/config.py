@@ -189,12 +189,16 @@ class ConsumerConfig(ClientConfig):
         return self.group_instance_id is None
 
 
+def _acks(value: int | str) -> int | str:
+    """Java spells "all leaders and replicas" as "all" or -1."""
+    return -1 if value == "all" else value
+
+
 @attrs.frozen(kw_only=True)
 class ProducerConfig(ClientConfig):
     """Settings of the Producer (small: for tests, examples and benchmarks)."""
 
-    acks: int = attrs.field(default=-1, converter=lambda v: -1 if v == "all" else v,
-                            validator=_one_of(-1, 0, 1))
+    acks: int = attrs.field(default=-1, converter=_acks, validator=_one_of(-1, 0, 1))
     compression: str | None = attrs.field(default=None, validator=_one_of(*COMPRESSION_TYPES))
     linger_ms: int = attrs.field(default=5, validator=_at_least(0))
     batch_size: int = attrs.field(default=16384, validator=_at_least(1))
