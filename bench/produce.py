@@ -17,10 +17,8 @@ import gc
 import time
 from collections.abc import Callable
 
-from groupkit.config import ClientConfig
+from groupkit.admin import Admin
 from groupkit.producer import Producer
-from groupkit.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestTopic
-from groupkit.runtime.cluster import Cluster
 from groupkit.testing import LocalBroker
 
 VALUE = bytes(range(100))
@@ -112,22 +110,6 @@ def with_confluent(bootstrap: str, topic: str, n: int) -> Rates:
     return n / (done - start), n / (sent - start)
 
 
-def create_topics(bootstrap: str, names: list[str]) -> None:
-    """Create the topics (with the cluster layer: ``bench/assignors.py`` would shadow the
-    ``assignors`` package that ``groupkit.admin`` imports when run from this directory)."""
-    cluster = Cluster(ClientConfig(bootstrap_servers=bootstrap))
-    try:
-        cluster.bootstrap()
-        response = cluster.call(cluster.least_loaded_node(), CreateTopicsRequest(topics=[
-            CreateTopicsRequestTopic(name=name, num_partitions=PARTITIONS, replication_factor=1,
-                                     assignments=[], configs=[]) for name in names]))
-        for topic in response.topics:
-            if topic.error_code:
-                raise SystemExit(f"cannot create {topic.name}: error {topic.error_code}")
-    finally:
-        cluster.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000, help="records per client")
@@ -141,10 +123,10 @@ def main() -> None:
         "confluent-kafka": with_confluent,
     }
     results: dict[str, Rates] = {}
-    with LocalBroker() as broker:
+    with LocalBroker() as broker, Admin(bootstrap_servers=broker.bootstrap_servers) as admin:
         for round_ in range(args.repeat):
-            create_topics(broker.bootstrap_servers,
-                          [f"bench-{name}-{round_}" for name in clients])
+            admin.create_topics([f"bench-{name}-{round_}" for name in clients],
+                                num_partitions=PARTITIONS)
             for name, run in clients.items():
                 gc.collect()
                 rates = run(broker.bootstrap_servers, f"bench-{name}-{round_}", n)

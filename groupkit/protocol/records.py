@@ -6,6 +6,8 @@ drops that partial tail. Every other defect raises a CorruptFrame-family error.
 
 The record loop is the consumer's hot path, so it is written for speed: varints are decoded
 inline with a one- and two-byte fast path, and records are built without attrs' ``__init__``.
+Encoding is the producer's hot path: one encoder serves :func:`encode_batch` (any input, every
+option) and :func:`encode_rows` (the producer's rows as they are).
 """
 
 from __future__ import annotations
@@ -228,7 +230,7 @@ def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, 
             value = buf[pos:pos + n]
             pos += n
         if buf[pos] == 0:
-            headers = []
+            headers: list[Header] = []
             pos += 1
         else:
             headers, pos = _read_headers(buf, pos, rec_end)
@@ -563,43 +565,142 @@ def filter_aborted(batches: Iterable[RecordBatch],
 RecordInput = Record | Sequence[Any]
 """A Record, or a tuple (key, value), (key, value, headers) or (key, value, headers, timestamp)."""
 
+Row = tuple[bytes | None, bytes | None, Sequence[Header] | None, int]
+"""A record as :func:`encode_rows` takes it: (key, value, headers or None, timestamp in ms)."""
 
-def _zigzag(v: int, out: bytearray) -> None:
-    u = (v << 1) ^ (v >> 63)
-    u &= 0xFFFFFFFFFFFFFFFF
+# Zigzag varints of 0..8191 come from a table: nearly every length and delta a record holds.
+_SMALL = 1 << 13
+
+
+def _zigzag(v: int) -> bytes:
+    """The zigzag varint of the int64 ``v``."""
+    u = ((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
     while u > 0x7F:
         out.append((u & 0x7F) | 0x80)
         u >>= 7
     out.append(u)
+    return bytes(out)
+
+
+_VARINT = [_zigzag(v) for v in range(_SMALL)]
+_NULL = _zigzag(-1)
+_NO_HEADERS = _VARINT[0]
+_RECORD_ATTRIBUTES = b"\x00"
+
+
+def _headers(headers: Sequence[Header]) -> bytes:
+    """A record's header count and headers."""
+    zz, small, zigzag = _VARINT, _SMALL, _zigzag
+    n = len(headers)
+    parts = [zz[n] if n < small else zigzag(n)]
+    append = parts.append
+    for name, value in headers:
+        encoded = name.encode()
+        n = len(encoded)
+        append(zz[n] if n < small else zigzag(n))
+        append(encoded)
+        if value is None:
+            append(_NULL)
+        else:
+            n = len(value)
+            append(zz[n] if n < small else zigzag(n))
+            append(value)
+    return b"".join(parts)
+
+
+def _records(rows: Iterable[Row], deltas: Iterable[int], base_ts: int) -> tuple[bytes, int]:
+    """The uncompressed records of a batch at these offset deltas, and their largest timestamp.
+
+    The producer's hot path, so it looks small varints up in a table, writes the common record
+    (null key, no headers) without calls, and joins every part once at the end.
+    """
+    zz, small, zigzag = _VARINT, _SMALL, _zigzag
+    null, no_headers, attributes = _NULL, _NO_HEADERS, _RECORD_ATTRIBUTES
+    max_ts = base_ts
+    parts: list[bytes] = []
+    extend = parts.extend
+    for delta, (key, value, headers, ts) in zip(deltas, rows, strict=True):
+        if ts > max_ts:
+            max_ts = ts
+        ts_delta = ts - base_ts
+        ts_part = zz[ts_delta] if 0 <= ts_delta < small else zigzag(ts_delta)
+        delta_part = zz[delta] if delta < small else zigzag(delta)
+        if key is None and value is not None and not headers:
+            n = len(value)
+            value_length = zz[n] if n < small else zigzag(n)
+            size = len(ts_part) + len(delta_part) + len(value_length) + n + 3
+            extend((zz[size] if size < small else zigzag(size), attributes, ts_part,
+                    delta_part, null, value_length, value, no_headers))
+            continue
+        if key is None:
+            key_length, key = null, b""
+        else:
+            n = len(key)
+            key_length = zz[n] if n < small else zigzag(n)
+        if value is None:
+            value_length, value = null, b""
+        else:
+            n = len(value)
+            value_length = zz[n] if n < small else zigzag(n)
+        tail = _headers(headers) if headers else no_headers
+        size = (1 + len(ts_part) + len(delta_part) + len(key_length) + len(key)
+                + len(value_length) + len(value) + len(tail))
+        extend((zz[size] if size < small else zigzag(size), attributes, ts_part, delta_part,
+                key_length, key, value_length, value, tail))
+    return b"".join(parts), max_ts
+
+
+def _batch(rows: Sequence[Row], deltas: Iterable[int], last_delta: int, codec: int,
+           attributes: int, base_offset: int = 0, producer_id: int = -1,
+           producer_epoch: int = -1, base_sequence: int = -1,
+           partition_leader_epoch: int = -1) -> bytes:
+    """A whole v2 batch: header, records (compressed with ``codec``) and its CRC-32C."""
+    base_ts = rows[0][3]
+    body, max_ts = _records(rows, deltas, base_ts)
+    if codec:
+        body = compress(codec, body)
+    batch = bytearray(_V2.pack(
+        base_offset, _V2.size - _LOG_OVERHEAD + len(body), partition_leader_epoch, 2, 0,
+        attributes, last_delta, base_ts, max_ts, producer_id, producer_epoch, base_sequence,
+        len(rows)))
+    batch += body
+    struct.pack_into(">I", batch, _V2_CRC_FROM - 4, crc32c(memoryview(batch)[_V2_CRC_FROM:]))
+    return bytes(batch)
+
+
+def encode_rows(rows: Sequence[Row], *, compression: str | None = None) -> bytes:
+    """A v2 batch of producer rows ``(key, value, headers or None, timestamp)`` at offset 0.
+
+    The producer's entry: rows go in as they are, without :func:`encode_batch`'s per-item
+    normalising, and come out as the bytes ``encode_batch`` writes for the same records.
+    """
+    if not rows:
+        raise ConfigError("a record batch needs at least one record; pass a non-empty list")
+    codec = codec_id(compression)
+    return _batch(rows, range(len(rows)), len(rows) - 1, codec, codec)
 
 
 def _normalise(records: Iterable[RecordInput], base_offset: int,
-               timestamp: int) -> list[tuple[int, int, bytes | None, bytes | None, list[Header]]]:
-    """(offset, timestamp, key, value, headers) per input item; see :func:`encode_batch`."""
-    rows = []
+               timestamp: int) -> tuple[list[int], list[Row]]:
+    """The offsets and rows of the input items; see :func:`encode_batch`."""
+    offsets: list[int] = []
+    rows: list[Row] = []
     for i, item in enumerate(records):
         if isinstance(item, Record):
-            rows.append((item.offset, item.timestamp, item.key, item.value, list(item.headers)))
+            offsets.append(item.offset)
+            rows.append((item.key, item.value, item.headers, item.timestamp))
             continue
         if not 2 <= len(item) <= 4:
             raise ConfigError(
                 f"record {i} is a {len(item)}-tuple; pass (key, value), (key, value, headers) "
                 "or (key, value, headers, timestamp), or a Record")
-        key, value = item[0], item[1]
-        headers = list(item[2]) if len(item) > 2 and item[2] is not None else []
-        ts = item[3] if len(item) > 3 else timestamp
-        rows.append((base_offset + i, ts, key, value, headers))
+        headers = list(item[2]) if len(item) > 2 and item[2] is not None else None
+        offsets.append(base_offset + i)
+        rows.append((item[0], item[1], headers, item[3] if len(item) > 3 else timestamp))
     if not rows:
         raise ConfigError("a record batch needs at least one record; pass a non-empty iterable")
-    return rows
-
-
-def _bytes_field(v: bytes | None, out: bytearray) -> None:
-    if v is None:
-        out.append(1)
-    else:
-        _zigzag(len(v), out)
-        out += v
+    return offsets, rows
 
 
 def encode_batch(records: Iterable[RecordInput], *, compression: str | None = None,
@@ -615,42 +716,17 @@ def encode_batch(records: Iterable[RecordInput], *, compression: str | None = No
     None, "gzip", "snappy" (xerial-framed, as Java writes it), "lz4" or "zstd".
     """
     codec = codec_id(compression)
-    rows = _normalise(records, base_offset, timestamp)
-    base_ts = rows[0][1]
-    max_ts = max(r[1] for r in rows)
-    body = bytearray()
-    rec = bytearray()
-    last_delta = 0
-    for offset, ts, key, value, headers in rows:
-        delta = offset - base_offset
-        if delta < 0 or delta > 0x7FFFFFFF:
-            raise ConfigError(f"record offset {offset} does not fit a batch based at "
-                              f"{base_offset}; pass base_offset <= the smallest offset")
-        last_delta = max(last_delta, delta)
-        rec.clear()
-        rec.append(0)
-        _zigzag(ts - base_ts, rec)
-        _zigzag(delta, rec)
-        _bytes_field(key, rec)
-        _bytes_field(value, rec)
-        _zigzag(len(headers), rec)
-        for name, hvalue in headers:
-            encoded = name.encode()
-            _zigzag(len(encoded), rec)
-            rec += encoded
-            _bytes_field(hvalue, rec)
-        _zigzag(len(rec), body)
-        body += rec
-    payload = compress(codec, bytes(body)) if codec else bytes(body)
+    offsets, rows = _normalise(records, base_offset, timestamp)
+    deltas = [offset - base_offset for offset in offsets]
+    if min(deltas) < 0 or max(deltas) > 0x7FFFFFFF:
+        offset = next(o for o, d in zip(offsets, deltas, strict=True)
+                      if not 0 <= d <= 0x7FFFFFFF)
+        raise ConfigError(f"record offset {offset} does not fit a batch based at "
+                          f"{base_offset}; pass base_offset <= the smallest offset")
     attributes = (codec | (timestamp_type & 1) << 3 | (0x10 if transactional else 0)
                   | (0x20 if control else 0))
-    header = bytearray(_V2.pack(
-        base_offset, _V2.size - _LOG_OVERHEAD + len(payload), partition_leader_epoch, 2, 0,
-        attributes, last_delta, base_ts, max_ts, producer_id, producer_epoch, base_sequence,
-        len(rows)))
-    header += payload
-    struct.pack_into(">I", header, _V2_CRC_FROM - 4, crc32c(memoryview(header)[_V2_CRC_FROM:]))
-    return bytes(header)
+    return _batch(rows, deltas, max(deltas), codec, attributes, base_offset, producer_id,
+                  producer_epoch, base_sequence, partition_leader_epoch)
 
 
 def encode_control_batch(marker: int, *, producer_id: int, producer_epoch: int,
@@ -693,23 +769,25 @@ def encode_message_set(records: Iterable[RecordInput], *, magic: int = 1,
     codec = codec_id(compression)
     if codec == 4:
         raise ConfigError("zstd needs record batches (magic 2); use encode_batch")
-    rows = _normalise(records, base_offset, timestamp)
-    if any(r[4] for r in rows):
+    offsets, rows = _normalise(records, base_offset, timestamp)
+    if any(r[2] for r in rows):
         raise ConfigError("magic 0/1 messages cannot carry headers; use encode_batch")
     ts_bit = (timestamp_type & 1) << 3 if magic == 1 else 0
+    entries = list(zip(offsets, rows, strict=True))
     if not codec:
-        return b"".join(_legacy_message(o, magic, ts_bit, ts, k, v) for o, ts, k, v, _ in rows)
-    first = rows[0][0]
+        return b"".join(_legacy_message(o, magic, ts_bit, ts, k, v)
+                        for o, (k, v, _, ts) in entries)
+    first = offsets[0]
     inner = b"".join(
         _legacy_message(o - first if magic == 1 else o, magic, 0, ts, k, v)
-        for o, ts, k, v, _ in rows)
+        for o, (k, v, _, ts) in entries)
     wrapped = compress(codec, inner, legacy_lz4=magic == 0)
-    wrapper_ts = max(r[1] for r in rows)
-    return _legacy_message(rows[-1][0], magic, codec | ts_bit, wrapper_ts, None, wrapped)
+    wrapper_ts = max(r[3] for r in rows)
+    return _legacy_message(offsets[-1], magic, codec | ts_bit, wrapper_ts, None, wrapped)
 
 
 __all__ = [
     "CONTROL_ABORT", "CONTROL_COMMIT", "NO_TIMESTAMP", "TIMESTAMP_CREATE", "TIMESTAMP_LOG_APPEND",
-    "Record", "RecordBatch", "control_type", "decode_batches", "decode_records",
-    "encode_batch", "encode_control_batch", "encode_message_set", "filter_aborted",
+    "Record", "RecordBatch", "Row", "control_type", "decode_batches", "decode_records",
+    "encode_batch", "encode_control_batch", "encode_message_set", "encode_rows", "filter_aborted",
 ]

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import attrs
 
 from groupkit.errors import IllegalStateError
-from groupkit.runtime.record_encoder import encode_records
+from groupkit.protocol.records import encode_rows
 
 
 class RecordMetadata(NamedTuple):
@@ -47,7 +47,7 @@ class Batch:
     def encode(self, compression: str | None) -> bytes:
         """The v2 record batch of these records (encoded once, kept for retries)."""
         if self.encoded is None:
-            self.encoded = encode_records(self.records, compression)
+            self.encoded = encode_rows(self.records, compression=compression)
         return self.encoded
 
 

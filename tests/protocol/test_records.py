@@ -21,6 +21,7 @@ from groupkit.protocol.records import (
     encode_batch,
     encode_control_batch,
     encode_message_set,
+    encode_rows,
     filter_aborted,
 )
 
@@ -174,6 +175,10 @@ def test_encoder_rejects_bad_input_with_config_errors() -> None:
         encode_batch([(b"only-key",)])
     with pytest.raises(ConfigError, match="base_offset"):
         encode_batch([Record(offset=3, timestamp=0, key=None, value=None)], base_offset=4)
+    with pytest.raises(ConfigError, match="at least one record"):
+        encode_rows([])
+    with pytest.raises(ConfigError, match="compression"):
+        encode_rows([(None, b"v", None, 0)], compression="brotli")
 
 
 def test_control_batches_are_skipped_by_decode_records() -> None:
@@ -249,3 +254,40 @@ def test_empty_batch_left_by_compaction_has_metadata_and_no_records() -> None:
     assert [r.value for r in decode_records(data)] == [b"next"]
     first = decode_batches(data)[0]
     assert (first.base_offset, first.producer_id, first.records) == (20, 5, [])
+
+
+@given(rows=st.lists(st.tuples(st.none() | st.binary(max_size=40),
+                               st.none() | st.binary(max_size=300), st.none() | headers_st,
+                               st.integers(min_value=0, max_value=2**41)),
+                     min_size=1, max_size=30))
+def test_producer_rows_encode_as_encode_batch_does(rows: list[tuple]) -> None:
+    """encode_rows takes the producer's rows as they are (headers may be None)."""
+    as_batch = [(k, v, h or [], ts) for k, v, h, ts in rows]
+    assert encode_rows(rows) == encode_batch(as_batch, timestamp=rows[0][3])
+
+
+def test_producer_rows_with_long_fields_far_apart_in_time() -> None:
+    """Lengths, offset and timestamp deltas past the varint table (8,191) and negative deltas."""
+    long = b"x" * 10_000
+    rows = [(long if i % 1000 == 1 else None, long if i % 999 == 0 else b"v",
+             [("h" * 9000, long)] if i == 8500 else None, 5 + i * 3 - (i == 7) * 100)
+            for i in range(9000)]
+    data = encode_rows(rows)
+    assert data == encode_batch([(k, v, h or [], ts) for k, v, h, ts in rows], timestamp=5)
+    records = decode_records(data)
+    assert [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in records] == [
+        (i, k, v, h or [], ts) for i, (k, v, h, ts) in enumerate(rows)]
+    (batch,) = decode_batches(data)
+    assert (batch.first_timestamp, batch.max_timestamp) == (5, 5 + 8999 * 3)
+
+
+@pytest.mark.parametrize("compression", CODECS)
+def test_producer_rows_decode_under_every_codec(compression: str | None) -> None:
+    rows = [(b"key%d" % i, b"value-%d" % i * 5, [("n", b"%d" % i)], 1000 + i) for i in range(50)]
+    data = encode_rows(rows, compression=compression)
+    assert [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in decode_records(data)] == [
+        (i, k, v, h, ts) for i, (k, v, h, ts) in enumerate(rows)]
+    (batch,) = decode_batches(data)
+    assert (batch.compression, batch.base_offset, batch.last_offset) == (compression, 0, 49)
+    assert (batch.producer_id, batch.partition_leader_epoch, batch.is_transactional) == (
+        -1, -1, False)

@@ -1,4 +1,4 @@
-"""Producer batches without a network: the fast encoder and the per-record futures."""
+"""Producer batches without a network: their encoding and the per-record futures."""
 
 from __future__ import annotations
 
@@ -7,44 +7,21 @@ import concurrent.futures as cf
 import threading
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from groupkit.errors import IllegalStateError, NotLeaderOrFollowerError
-from groupkit.protocol.records import decode_records, encode_batch
+from groupkit.protocol.records import decode_batches, decode_records
 from groupkit.runtime.batches import Batch, RecordFuture, RecordMetadata
-from groupkit.runtime.record_encoder import encode_records
-
-CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
-
-maybe_bytes = st.none() | st.binary(max_size=300)
-headers = st.none() | st.lists(st.tuples(st.text(max_size=8), maybe_bytes), max_size=3)
-rows = st.lists(st.tuples(maybe_bytes, maybe_bytes, headers,
-                          st.integers(min_value=0, max_value=2**45)), min_size=1, max_size=30)
 
 
-@given(rows)
-def test_fast_encoder_writes_the_same_bytes_as_encode_batch(items) -> None:
-    reference = encode_batch([(k, v, h or [], ts) for k, v, h, ts in items],
-                             timestamp=items[0][3])
-    assert encode_records(items, None) == reference
-
-
-def test_fast_encoder_handles_long_values_and_many_records() -> None:
-    long = b"x" * 10000
-    items = [(long if i % 1000 == 1 else None, long if i % 999 == 0 else b"v",
-              [("h", long)] if i == 8500 else None, 5 + i * 3) for i in range(9000)]
-    reference = encode_batch([(k, v, h or [], ts) for k, v, h, ts in items], timestamp=5)
-    assert encode_records(items, None) == reference
-
-
-@pytest.mark.parametrize("codec", CODECS)
-def test_fast_encoder_batches_decode_under_every_codec(codec) -> None:
-    items = [(b"key%d" % i, b"value-%d" % i * 5, [("n", b"%d" % i)], 1000 + i)
-             for i in range(50)]
-    decoded = decode_records(encode_records(items, codec))
-    assert [(r.offset, r.key, r.value, r.headers, r.timestamp) for r in decoded] == [
-        (i, k, v, h, ts) for i, (k, v, h, ts) in enumerate(items)]
+def test_a_batch_encodes_its_rows_once_and_keeps_the_bytes_for_retries() -> None:
+    batch = Batch("t", 0, created=0.0, deadline=10.0)
+    batch.records = [(None, b"v%d" % i, None, 100 + i) for i in range(3)]
+    data = batch.encode("gzip")
+    assert [(r.offset, r.value, r.timestamp) for r in decode_records(data)] == [
+        (0, b"v0", 100), (1, b"v1", 101), (2, b"v2", 102)]
+    assert decode_batches(data)[0].compression == "gzip"
+    batch.records.append((None, b"late", None, 200))
+    assert batch.encode(None) is data
 
 
 def _batch(n: int) -> tuple[Batch, list[RecordFuture]]:

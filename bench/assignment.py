@@ -13,7 +13,7 @@ user data, as each client writes it), peak RSS growth in MB, balance (max - min 
 member, after the rebalance) and moves (partitions that changed owner among the members that
 stayed). Peers past --peer-limit seconds print "over the limit".
 
-    .venv/bin/python bench/assignors.py [--cases small,medium] [--assignors sticky] [--peer-limit 60]
+    .venv/bin/python bench/assignment.py [--cases small,medium] [--assignors sticky] [--peer-limit 60]
 """
 
 from __future__ import annotations
@@ -25,10 +25,8 @@ import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
-ROOT = Path(__file__).resolve().parents[1]
 CASES = {
     "small": (100, 1_000, True),
     "medium": (1_000, 10_000, True),
@@ -132,7 +130,6 @@ class KafkaPython:
 
 def worker(impl: str, name: str, case: str) -> None:
     """One measurement; prints a JSON line after the fresh assignment and after the rebalance."""
-    sys.path.insert(0, str(ROOT))
     counts, topic_lists = topics_of(case)
     subscriptions = {f"member-{i:05d}": t for i, t in enumerate(topic_lists)}
     runner = (Groupkit if impl == "groupkit" else KafkaPython)(name, counts)
