@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from groupkit.protocol.consumer import Assignment, Subscription
-
 from assignors._types import MemberAssignment, MemberSubscription, TopicPartition
 from assignors.base import group_by_topic
+from groupkit.protocol.consumer import Assignment, Subscription
 
 
 def encode_subscription(
