@@ -1,0 +1,316 @@
+"""A recording TCP proxy in front of one Kafka broker, for capturing what real clients send.
+
+Clients connect to the proxy, which forwards bytes both ways and keeps every request frame with
+its decoded header and the broker's matching response frame. A broker advertises its own
+address in Metadata and FindCoordinator answers, so the proxy rewrites that address to its own
+there (decoded with groupkit's message classes and re-encoded at the same version); clients
+therefore keep every connection, the group coordinator's included, going through it.
+
+Plain threads and blocking sockets; everything it starts it stops in ``stop()`` (bounded).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import socket
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+
+import attrs
+
+from groupkit.errors import GroupkitError
+from groupkit.protocol.framing import FrameDecoder
+from groupkit.protocol.headers import decode_response_frame, encode_response_frame
+from groupkit.protocol.messages.find_coordinator import FindCoordinatorResponse
+from groupkit.protocol.messages.metadata import MetadataResponse
+from groupkit.protocol.primitives import Reader
+from groupkit.protocol.schema import Response
+
+__all__ = ["Exchange", "RecordingProxy"]
+
+_METADATA_KEY = 3
+_FIND_COORDINATOR_KEY = 10
+_REWRITTEN: dict[int, type[Response]] = {
+    _METADATA_KEY: MetadataResponse,
+    _FIND_COORDINATOR_KEY: FindCoordinatorResponse,
+}
+_RECV_SIZE = 1 << 16
+
+
+@attrs.frozen
+class Exchange:
+    """One request a client sent through the proxy and the broker's answer to it.
+
+    ``request`` and ``response`` are whole frames without their size prefix, exactly as the
+    client and the broker sent them (the response before any address rewrite); ``response`` is
+    None when the connection closed first. ``seq`` and ``response_seq`` come from one counter
+    across all connections, drawn when the request passed and when the response did, so
+    ``response_seq < other.seq`` means the client had this answer before it sent ``other``.
+    """
+
+    seq: int
+    connection: int
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    request: bytes = attrs.field(repr=False)
+    response: bytes | None = attrs.field(repr=False)
+    response_seq: int | None = None
+
+
+@attrs.define
+class _Pending:
+    seq: int
+    connection: int
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    request: bytes
+    response: bytes | None = None
+    response_seq: int | None = None
+
+    def freeze(self) -> Exchange:
+        return Exchange(self.seq, self.connection, self.api_key, self.api_version,
+                        self.correlation_id, self.client_id, self.request, self.response,
+                        self.response_seq)
+
+
+def _read_header(frame: bytes) -> tuple[int, int, int, str | None]:
+    """api_key, api_version, correlation_id and client_id: the prefix of every request header."""
+    r = Reader(frame, context="request header")
+    return r.int16(), r.int16(), r.int32(), r.nullable_string()
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
+
+
+@attrs.define
+class RecordingProxy:
+    """Forward ``host:port`` (ephemeral) to ``upstream_host:upstream_port`` and record traffic.
+
+    ``errors`` collects what went wrong inside the proxy (a frame it could not parse, an
+    address it could not rewrite); a capture is only trustworthy while it stays empty.
+    """
+
+    upstream_host: str
+    upstream_port: int
+    host: str = "127.0.0.1"
+    connect_timeout: float = 5.0
+    port: int = attrs.field(default=0, init=False)
+    errors: list[str] = attrs.field(factory=list, init=False)
+    _listener: socket.socket | None = attrs.field(default=None, init=False, repr=False)
+    _threads: list[threading.Thread] = attrs.field(factory=list, init=False, repr=False)
+    _sockets: list[socket.socket] = attrs.field(factory=list, init=False, repr=False)
+    _records: list[_Pending] = attrs.field(factory=list, init=False, repr=False)
+    _changed: threading.Condition = attrs.field(factory=threading.Condition, init=False,
+                                                repr=False)
+    _seq: itertools.count[int] = attrs.field(factory=itertools.count, init=False, repr=False)
+    _stopping: bool = attrs.field(default=False, init=False, repr=False)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``"127.0.0.1:PORT"`` of the proxy, to give to clients instead of the broker's."""
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> RecordingProxy:
+        """Listen on a free loopback port and accept clients in a background thread."""
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((self.host, 0))
+        listener.listen(64)
+        self._listener = listener
+        self.port = int(listener.getsockname()[1])
+        self._spawn(self._accept_loop, "proxy-accept")
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Close every socket and wait (at most ``timeout`` s in all) for the threads to end."""
+        with self._changed:
+            self._stopping = True
+            sockets = list(self._sockets)
+            self._sockets.clear()
+        if self._listener is not None:
+            _shut(self._listener)
+            self._listener = None
+        for sock in sockets:
+            _shut(sock)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        alive = [t.name for t in self._threads if t.is_alive()]
+        if alive:
+            raise RuntimeError(f"proxy threads did not stop within {timeout} s: {alive}")
+
+    def __enter__(self) -> RecordingProxy:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    def exchanges(self) -> list[Exchange]:
+        """A snapshot of every request so far, in the order they passed the proxy."""
+        with self._changed:
+            return [p.freeze() for p in self._records]
+
+    def wait_until(self, done: Callable[[list[Exchange]], bool], timeout: float,
+                   what: str) -> list[Exchange]:
+        """Return the snapshot for which ``done(snapshot)`` first holds; TimeoutError after
+        ``timeout`` s. Checked again whenever a request or response passes."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                snapshot = [p.freeze() for p in self._records]
+                if done(snapshot):
+                    return snapshot
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"timed out after {timeout} s waiting for {what}; "
+                                       f"proxy errors: {self.errors}")
+                self._changed.wait(min(left, 0.5))
+
+    def _spawn(self, target: Callable[..., None], name: str, *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _track(self, sock: socket.socket) -> bool:
+        with self._changed:
+            if self._stopping:
+                return False
+            self._sockets.append(sock)
+            return True
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        listener = self._listener
+        for connection in itertools.count():
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection((self.upstream_host, self.upstream_port),
+                                                    timeout=self.connect_timeout)
+            except OSError as exc:
+                self._error(f"connection {connection}: cannot reach the broker: {exc}")
+                _shut(client)
+                continue
+            upstream.settimeout(None)
+            if not (self._track(client) and self._track(upstream)):
+                _shut(client)
+                _shut(upstream)
+                return
+            pending: dict[int, _Pending] = {}
+            self._spawn(self._pump_requests, f"proxy-{connection}-requests",
+                        connection, client, upstream, pending)
+            self._spawn(self._pump_responses, f"proxy-{connection}-responses",
+                        connection, upstream, client, pending)
+
+    def _pump_requests(self, connection: int, client: socket.socket, upstream: socket.socket,
+                       pending: dict[int, _Pending]) -> None:
+        decoder = FrameDecoder()
+        try:
+            while data := client.recv(_RECV_SIZE):
+                for frame in decoder.feed(data):
+                    self._record_request(connection, frame, pending)
+                    upstream.sendall(len(frame).to_bytes(4, "big") + frame)
+        except (OSError, GroupkitError) as exc:
+            self._note_failure(connection, "client side", exc)
+        finally:
+            _shut(client)
+            _shut(upstream)
+
+    def _pump_responses(self, connection: int, upstream: socket.socket, client: socket.socket,
+                        pending: dict[int, _Pending]) -> None:
+        decoder = FrameDecoder()
+        try:
+            while data := upstream.recv(_RECV_SIZE):
+                for frame in decoder.feed(data):
+                    client.sendall(self._answer(connection, frame, pending))
+        except (OSError, GroupkitError) as exc:
+            self._note_failure(connection, "broker side", exc)
+        finally:
+            _shut(upstream)
+            _shut(client)
+
+    def _record_request(self, connection: int, frame: bytes,
+                        pending: dict[int, _Pending]) -> None:
+        try:
+            api_key, version, correlation_id, client_id = _read_header(frame)
+        except GroupkitError as exc:
+            self._error(f"connection {connection}: unreadable request header: {exc}")
+            return
+        with self._changed:
+            record = _Pending(next(self._seq), connection, api_key, version, correlation_id,
+                              client_id, frame)
+            pending[correlation_id] = record
+            self._records.append(record)
+            self._changed.notify_all()
+
+    def _answer(self, connection: int, frame: bytes, pending: dict[int, _Pending]) -> bytes:
+        """Record the response and return the frame (size prefix included) to send on."""
+        prefix = len(frame).to_bytes(4, "big")
+        try:
+            correlation_id = Reader(frame, context="response header").int32()
+        except GroupkitError as exc:
+            self._error(f"connection {connection}: unreadable response header: {exc}")
+            return prefix + frame
+        with self._changed:
+            record = pending.pop(correlation_id, None)
+            if record is not None:
+                record.response = frame
+                record.response_seq = next(self._seq)
+                self._changed.notify_all()
+        if record is None:
+            self._error(f"connection {connection}: response to unknown request {correlation_id}")
+            return prefix + frame
+        response_cls = _REWRITTEN.get(record.api_key)
+        if response_cls is None:
+            return prefix + frame
+        try:
+            return self._rewrite(response_cls, record.api_version, frame)
+        except GroupkitError as exc:
+            self._error(f"connection {connection}: cannot rewrite {response_cls.__name__} "
+                        f"v{record.api_version}: {exc}")
+            return prefix + frame
+
+    def _rewrite(self, response_cls: type[Response], version: int, frame: bytes) -> bytes:
+        correlation_id, response = decode_response_frame(frame, response_cls, version)
+        if encode_response_frame(response, version, correlation_id)[4:] != frame:
+            raise GroupkitError("re-encoding the unchanged response does not give the broker's "
+                                "bytes back, so a rewrite would change more than the address")
+        if isinstance(response, MetadataResponse):
+            brokers = [attrs.evolve(b, host=self.host, port=self.port)
+                       if self._is_upstream(b.host, b.port) else b for b in response.brokers]
+            rewritten: Response = attrs.evolve(response, brokers=brokers)
+        else:
+            assert isinstance(response, FindCoordinatorResponse)
+            coordinators = [attrs.evolve(c, host=self.host, port=self.port)
+                            if self._is_upstream(c.host, c.port) else c
+                            for c in response.coordinators]
+            rewritten = attrs.evolve(response, coordinators=coordinators)
+            if self._is_upstream(response.host, response.port):
+                rewritten = attrs.evolve(rewritten, host=self.host, port=self.port)
+        return encode_response_frame(rewritten, version, correlation_id)
+
+    def _is_upstream(self, host: str, port: int) -> bool:
+        return port == self.upstream_port and host in (self.upstream_host, "localhost")
+
+    def _note_failure(self, connection: int, side: str, exc: Exception) -> None:
+        # A closed or reset socket is how connections end; only a protocol error is a finding.
+        if isinstance(exc, GroupkitError):
+            self._error(f"connection {connection} ({side}): {exc}")
+
+    def _error(self, message: str) -> None:
+        with self._changed:
+            self.errors.append(message)
+            self._changed.notify_all()

@@ -1,0 +1,117 @@
+"""Live: what kafka-python and confluent-kafka put on the wire in one group decodes with groupkit.
+
+A RecordingProxy sits between the peers and the local broker, so every JoinGroup subscription
+and SyncGroup assignment they exchange is checked with groupkit's decoders as it really was
+sent, not as a fixture remembers it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from groupkit.admin import Admin
+from groupkit.protocol.consumer import Assignment, Subscription
+from groupkit.testing import LocalBroker
+from tests.support.group_traffic import JoinSeen, SyncSeen, group_traffic, settled_generation
+from tests.support.peers import ConfluentMember, KafkaPythonMember, PeerMember
+from tests.support.recording_proxy import RecordingProxy
+
+pytestmark = pytest.mark.broker
+
+SETTLE_TIMEOUT = 30.0
+TOPIC_PARTITIONS = {"left": 3, "right": 2}
+
+
+@pytest.fixture
+def proxy(kafka_broker: LocalBroker) -> Iterator[RecordingProxy]:
+    with RecordingProxy(kafka_broker.host, kafka_broker.port) as running:
+        yield running
+
+
+def held(entries: list[tuple[str, list[int]]]) -> list[tuple[str, int]]:
+    return [(topic, p) for topic, numbers in entries for p in numbers]
+
+
+def run_group(proxy: RecordingProxy, unique_name: Callable[[str], str], strategy: str,
+              ) -> tuple[list[JoinSeen], list[SyncSeen], dict[str, int], int]:
+    """Start a kafka-python member, let it settle, add a confluent-kafka member, wait until
+    the group settles with both; return the group's traffic, topics and settled generation."""
+    group = unique_name("peers")
+    topics = {f"{group}-{suffix}": count for suffix, count in TOPIC_PARTITIONS.items()}
+    with Admin(bootstrap_servers=proxy.bootstrap_servers) as admin:
+        for topic, count in topics.items():
+            admin.create_topics([topic], num_partitions=count)
+    everything = {(topic, p) for topic, count in topics.items() for p in range(count)}
+    members: list[PeerMember] = []
+    generation: int | None = None
+    try:
+        for kind, client_id in ((KafkaPythonMember, "kafka-python-live"),
+                                (ConfluentMember, "confluent-kafka-live")):
+            members.append(kind(proxy.bootstrap_servers, group, sorted(topics), strategy,
+                                client_id))
+            members[-1].start()
+            ids = {m.client_id for m in members}
+            seen = proxy.wait_until(
+                lambda exchanges, ids=ids: settled_generation(
+                    group_traffic(exchanges, group)[1], ids, everything) is not None,
+                SETTLE_TIMEOUT, f"the group to settle with {sorted(ids)}")
+            generation = settled_generation(group_traffic(seen, group)[1], ids, everything)
+    finally:
+        for member in reversed(members):
+            member.stop()
+    assert proxy.errors == []
+    assert generation is not None
+    joins, syncs = group_traffic(seen, group)
+    return joins, syncs, topics, generation
+
+
+def check_group(joins: list[JoinSeen], syncs: list[SyncSeen], topics: dict[str, int],
+                generation: int) -> None:
+    """Every subscription and assignment decodes; no generation gives a partition twice and
+    the settled one gives every partition exactly once."""
+    everything = {(topic, p) for topic, count in topics.items() for p in range(count)}
+    assert {j.client_id for j in joins} == {"kafka-python-live", "confluent-kafka-live"}
+    for join in joins:
+        for _, metadata in join.protocols + join.members:
+            assert sorted(Subscription.decode(metadata).topics) == sorted(topics)
+    leaders = [s for s in syncs if s.assignments]
+    assert len(leaders) >= 2
+    for sync in leaders:
+        given = held([tp for _, data in sync.assignments
+                      for tp in Assignment.decode(data).partitions])
+        assert len(given) == len(set(given)) and set(given) <= everything
+    answered = [s for s in syncs if s.error_code == 0 and s.assignment is not None]
+    for sync in answered:
+        Assignment.decode(sync.assignment)
+    final = [held(Assignment.decode(s.assignment).partitions) for s in answered
+             if s.generation_id == generation]
+    assert len(final) == 2
+    assert sorted(tp for part in final for tp in part) == sorted(everything)
+
+
+def test_eager_range_group_bytes_decode_and_cover_every_partition_once(
+        proxy: RecordingProxy, unique_name: Callable[[str], str]) -> None:
+    joins, syncs, topics, generation = run_group(proxy, unique_name, "range")
+    check_group(joins, syncs, topics, generation)
+
+
+def test_cooperative_sticky_group_bytes_decode_and_owned_partitions_match(
+        proxy: RecordingProxy, unique_name: Callable[[str], str]) -> None:
+    joins, syncs, topics, generation = run_group(proxy, unique_name, "cooperative-sticky")
+    check_group(joins, syncs, topics, generation)
+    claims = 0
+    for join in joins:
+        answered = sorted((s.answered_seq, s.assignment) for s in syncs
+                          if s.member_id == join.member_id and s.error_code == 0
+                          and s.answered_seq is not None and s.answered_seq < join.seq
+                          and s.assignment is not None)
+        before = (set(held(Assignment.decode(answered[-1][1]).partitions))
+                  if answered else set())
+        for _, metadata in join.protocols:
+            owned = set(held(Subscription.decode(metadata).owned_partitions))
+            # Claiming nothing is allowed: a member may rejoin before adopting what it got.
+            assert owned in (set(), before), f"{join.client_id} claims {owned}, got {before}"
+            claims += bool(owned)
+    assert claims > 0
