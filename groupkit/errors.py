@@ -70,6 +70,23 @@ class CommitFailedError(GroupkitError):
     """
 
 
+class NoOffsetForPartitionError(GroupkitError):
+    """A partition has no committed offset (or its offset is out of range) and
+    auto_offset_reset is "none"; seek() to an offset first, or set auto_offset_reset to
+    "earliest" or "latest"."""
+
+
+class OffsetCommitError(GroupkitError):
+    """Some partitions of a commit failed. ``errors`` maps each to its error, ``committed``
+    holds the partitions that were stored; commit the failed ones again."""
+
+    def __init__(self, message: str, errors: dict[Any, GroupkitError] | None = None,
+                 committed: set[Any] | frozenset[Any] | None = None) -> None:
+        super().__init__(message)
+        self.errors = dict(errors or {})
+        self.committed = frozenset(committed or ())
+
+
 class InvalidAssignmentError(GroupkitError):
     """The leader's assignor gave a member no assignment, empty bytes, or named a stranger;
     fix the assignor so every member gets a real assignment."""

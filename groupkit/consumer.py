@@ -1,0 +1,447 @@
+"""``Consumer``: subscribe to topics as a member of a group (or assign partitions by hand) and
+poll records.
+
+Three threads work for one consumer: the application's (every listener callback and commit
+callback runs on it, inside ``poll``/``close``), the group runner's (heartbeats, joins), and
+the fetcher's (prefetching). The application never waits on a lock they hold across I/O.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from assignors import ClusterView, RebalanceProtocol, TopicPartition
+from groupkit.config import ConsumerConfig
+from groupkit.errors import (
+    CommitFailedError,
+    ConfigError,
+    GroupkitError,
+    IllegalStateError,
+    RequestTimeoutError,
+)
+from groupkit.group import (
+    Assigned,
+    Coordinator,
+    Fatal,
+    GroupConfig,
+    GroupMachine,
+    Left,
+    Lost,
+    Revoked,
+)
+from groupkit.group.consumer_protocol import ConsumerProtocol
+from groupkit.hooks import Hook
+from groupkit.runtime.cluster import Cluster
+from groupkit.runtime.connection import BrokerConnection
+from groupkit.runtime.fetcher import ConsumerRecord, Fetcher
+from groupkit.runtime.group_runner import GroupRunner
+from groupkit.runtime.offsets import CommitCallback, OffsetStore
+
+__all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
+
+log = logging.getLogger(__name__)
+
+_GROUP_PURPOSE = "group"
+
+
+class ConsumerRebalanceListener:
+    """Override the methods you need; each runs on the application thread inside ``poll``.
+
+    ``on_partitions_revoked`` runs before partitions are given up (commit what you processed);
+    ``on_partitions_lost`` when they were taken without an orderly hand-over (do not commit).
+    """
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        """These partitions are about to be given to someone else."""
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        """These partitions are newly this consumer's."""
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        """These partitions already belong to someone else; their commits would fail."""
+
+
+def _call(listener: Any, name: str, partitions: set[TopicPartition]) -> None:
+    method = getattr(listener, name, None) if listener is not None else None
+    if method is not None:
+        method(set(partitions))
+
+
+class Consumer:
+    """A Kafka consumer: ``Consumer(bootstrap_servers=..., group_id=..., **settings)``.
+
+    Settings are the Java client's, in snake_case (see ``groupkit.config.ConsumerConfig``).
+    ``hooks`` receive runtime events (``groupkit.hooks``) for metrics.
+    """
+
+    def __init__(self, *, hooks: Sequence[Hook] = (), **settings: Any) -> None:
+        self.config = ConsumerConfig.from_kwargs(settings)
+        self.hooks: list[Hook] = list(hooks)
+        self._cluster = Cluster(self.config,
+                                allow_auto_topic_creation=self.config.allow_auto_create_topics)
+        self._signal = threading.Condition()
+        self._woken = False
+        self._offsets = OffsetStore(self._cluster, self.config, None, self.hooks)
+        self._fetcher = Fetcher(self._cluster, self.config, self._offsets, self.hooks,
+                                wakeup=self._wake)
+        self._fetcher.start()
+        self._runner: GroupRunner | None = None
+        self._protocol: ConsumerProtocol | None = None
+        self._listener: Any = None
+        self._assigned: set[TopicPartition] = set()
+        self._manual = False
+        self._closed = False
+        self._fatal: GroupkitError | None = None
+        self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000
+
+    # --- membership ----------------------------------------------------------------------------
+
+    def subscribe(self, topics: Iterable[str], listener: Any = None) -> None:
+        """Join ``group_id`` and consume ``topics``; ``listener`` hears about rebalances."""
+        self._check_open()
+        if self._manual:
+            raise IllegalStateError("assign() was used: a consumer either subscribes or assigns")
+        if self.config.group_id is None:
+            raise ConfigError("subscribe() needs a group_id; pass group_id=... or use assign()")
+        wanted = sorted(set([topics] if isinstance(topics, str) else topics))
+        if not wanted:
+            raise ConfigError("subscribe() needs at least one topic")
+        self._listener = listener
+        self._cluster.add_topics(wanted)
+        if self._runner is None:
+            self._start_group(wanted)
+        else:
+            assert self._protocol is not None
+            self._protocol.subscribe(wanted)
+            self._runner.request_rejoin("the subscription changed")
+
+    def _start_group(self, topics: list[str]) -> None:
+        c = self.config
+        assert c.group_id is not None
+        group = GroupConfig(
+            group_id=c.group_id, session_timeout_ms=c.session_timeout_ms,
+            heartbeat_interval_ms=c.heartbeat_interval_ms,
+            max_poll_interval_ms=c.max_poll_interval_ms,
+            rebalance_timeout_ms=c.effective_rebalance_timeout_ms,
+            retry_backoff_ms=max(1, c.retry_backoff_ms),
+            retry_backoff_max_ms=max(1, c.retry_backoff_ms, c.retry_backoff_max_ms),
+            group_instance_id=c.group_instance_id, client_rack=c.client_rack,
+            leave_group_on_close=c.sends_leave_on_close)
+        protocol = ConsumerProtocol(c.assignors, cluster_view=self._cluster_view,
+                                    rack=c.client_rack)
+        protocol.subscribe(topics)
+        machine = GroupMachine(group, protocol)
+        protocol.membership = lambda: (machine.owned, machine.generation_id)
+        self._protocol = protocol
+        self._runner = GroupRunner(machine, self._any_broker, self._coordinator_connection,
+                                   self.hooks, wakeup=self._wake)
+        self._offsets.runner = self._runner
+        self._runner.start()
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Consume exactly ``partitions``, with no group membership (commits still need a
+        group_id)."""
+        self._check_open()
+        if self._runner is not None:
+            raise IllegalStateError("subscribe() was used: a consumer either subscribes or assigns")
+        self._manual = True
+        self._assigned = {TopicPartition(*tp) for tp in partitions}
+        self._fetcher.assign(self._assigned)
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions this consumer holds now."""
+        return set(self._assigned)
+
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol | None:
+        """EAGER or COOPERATIVE once subscribed (fixed by the assignors), else None."""
+        return self._protocol.rebalance_protocol if self._protocol is not None else None
+
+    @property
+    def member_id(self) -> str | None:
+        """The member id the coordinator gave, once joined."""
+        return self._runner.machine.member_id if self._runner is not None else None
+
+    # --- polling -------------------------------------------------------------------------------
+
+    def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
+        """Records ready within ``timeout`` seconds (possibly none); runs listener callbacks."""
+        self._check_open()
+        if not self._assigned and self._runner is None and not self._manual:
+            raise IllegalStateError("poll() needs subscribe() or assign() first")
+        deadline = time.monotonic() + max(0.0, timeout)
+        if self._runner is not None:
+            self._runner.application_polled()
+        while True:
+            with self._signal:
+                self._woken = False
+            self._handle_group_events()
+            self._offsets.run_callbacks()
+            self._maybe_auto_commit()
+            records = self._fetcher.take(self.config.max_poll_records)
+            if records:
+                return records
+            now = time.monotonic()
+            if now >= deadline:
+                return []
+            wait = deadline - now
+            if self.config.enable_auto_commit and self._runner is not None:
+                wait = min(wait, max(0.0, self._next_auto_commit - now))
+            with self._signal:
+                if not self._woken:
+                    self._signal.wait(wait)
+
+    def _wake(self) -> None:
+        with self._signal:
+            self._woken = True
+            self._signal.notify_all()
+
+    def _handle_group_events(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
+        if self._runner is None:
+            return
+        events = self._runner.events()
+        for i, event in enumerate(events):
+            try:
+                self._handle(event)
+            except BaseException:
+                # A listener raised: the events after this one wait for the next poll.
+                self._runner.requeue(events[i + 1:])
+                raise
+
+    def _handle(self, event: Any) -> None:
+        """Apply one membership fact to what this consumer holds, calling the listener."""
+        if isinstance(event, Assigned):
+            self._on_assigned(event)
+        elif isinstance(event, Revoked):
+            self._on_revoked(event)
+        elif isinstance(event, Lost):
+            lost = {TopicPartition(*tp) for tp in event.units} & self._assigned
+            self._assigned -= lost
+            self._fetcher.assign(self._assigned)
+            _call(self._listener, "on_partitions_lost", lost)
+        elif isinstance(event, Left):
+            log.info("left group %s: %s", self.config.group_id, event.reason)
+        elif isinstance(event, Fatal):
+            self._fatal = event.error
+            raise event.error
+
+    def _on_assigned(self, event: Assigned) -> None:
+        assert self._runner is not None
+        units = {TopicPartition(*tp) for tp in event.units}
+        revoked = self._assigned - units
+        if revoked:
+            try:
+                self._commit_on_revoke(revoked)
+                _call(self._listener, "on_partitions_revoked", revoked)
+            finally:
+                self._assigned -= revoked
+                self._fetcher.assign(self._assigned)
+                self._runner.request_rejoin("partitions were revoked; the second round hands"
+                                            " them over")
+        added = units - self._assigned
+        self._assigned = units
+        self._fetcher.assign(units)
+        _call(self._listener, "on_partitions_assigned", added)
+
+    def _on_revoked(self, event: Revoked) -> None:
+        assert self._runner is not None
+        revoked = {TopicPartition(*tp) for tp in event.units} & self._assigned
+        try:
+            self._commit_on_revoke(revoked)
+            _call(self._listener, "on_partitions_revoked", revoked)
+        finally:
+            self._assigned -= revoked
+            self._fetcher.assign(self._assigned)
+            self._runner.revocation_done()
+
+    def _commit_on_revoke(self, partitions: set[TopicPartition]) -> None:
+        if not self.config.enable_auto_commit or not partitions:
+            return
+        positions = self._fetcher.positions()
+        offsets = {tp: positions[tp] for tp in partitions if tp in positions}
+        try:
+            self._offsets.commit(offsets, self.config.default_api_timeout_ms / 1000)
+        except GroupkitError as exc:
+            log.warning("commit before revoking %s failed: %s", sorted(partitions), exc)
+
+    def _maybe_auto_commit(self) -> None:
+        if not self.config.enable_auto_commit or self._runner is None:
+            return
+        now = time.monotonic()
+        if now < self._next_auto_commit:
+            return
+        self._next_auto_commit = now + self.config.auto_commit_interval_ms / 1000
+        try:
+            self._runner.commit_fence()
+        except CommitFailedError:
+            return
+        positions = self._fetcher.positions()
+        offsets = {tp: o for tp, o in positions.items() if tp in self._assigned}
+        if offsets:
+            self._offsets.commit_async(offsets, None)
+
+    # --- offsets -------------------------------------------------------------------------------
+
+    def commit(self, offsets: Mapping[TopicPartition, int] | None = None,
+               timeout: float | None = None) -> None:
+        """Commit ``offsets`` (next offset to read, per partition; default: the positions of
+        every assigned partition) and wait. Raises CommitFailedError after a rebalance."""
+        self._check_open()
+        chosen = self._commit_offsets(offsets)
+        self._offsets.commit(chosen, self._timeout(timeout))
+
+    def commit_async(self, offsets: Mapping[TopicPartition, int] | None = None,
+                     callback: CommitCallback | None = None) -> None:
+        """Commit without waiting; ``callback(offsets, error)`` runs in a later poll()."""
+        self._check_open()
+        self._offsets.commit_async(self._commit_offsets(offsets), callback)
+
+    def _commit_offsets(self, offsets: Mapping[TopicPartition, int] | None
+                        ) -> dict[TopicPartition, int]:
+        if offsets is not None:
+            return {TopicPartition(*tp): int(o) for tp, o in offsets.items()}
+        positions = self._fetcher.positions()
+        return {tp: o for tp, o in positions.items() if tp in self._assigned}
+
+    def committed(self, partitions: Iterable[TopicPartition],
+                  timeout: float | None = None) -> dict[TopicPartition, int | None]:
+        """The group's committed offset of each partition (None where it has none)."""
+        self._check_open()
+        return self._offsets.committed([TopicPartition(*tp) for tp in partitions],
+                                       self._timeout(timeout))
+
+    def position(self, tp: TopicPartition, timeout: float | None = None) -> int:
+        """The offset of the next record poll() returns for ``tp`` (looked up if needed)."""
+        self._check_open()
+        found = self._fetcher.position(TopicPartition(*tp), self._timeout(timeout))
+        if found is None:
+            raise RequestTimeoutError(
+                f"the position of {tp[0]}-{tp[1]} was not found in time; check the broker, or"
+                " pass a longer timeout")
+        return found
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        """Read ``tp`` from ``offset`` on the next poll."""
+        self._check_open()
+        if offset < 0:
+            raise ConfigError(f"seek offset must be >= 0, not {offset}")
+        self._fetcher.seek(TopicPartition(*tp), offset)
+
+    def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Read from the earliest offset of ``partitions`` (default: all assigned)."""
+        for tp in self._targets(partitions):
+            self._fetcher.seek(tp, None, "earliest")
+
+    def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
+        """Read only records produced after now on ``partitions`` (default: all assigned)."""
+        for tp in self._targets(partitions):
+            self._fetcher.seek(tp, None, "latest")
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Stop returning records of ``partitions`` (membership and heartbeats go on)."""
+        self._fetcher.pause(self._targets(partitions))
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        """Return records of ``partitions`` again."""
+        self._fetcher.resume(self._targets(partitions))
+
+    def paused(self) -> set[TopicPartition]:
+        """The partitions held back by ``pause``."""
+        return self._fetcher.paused()
+
+    def _targets(self, partitions: Iterable[TopicPartition] | None) -> list[TopicPartition]:
+        self._check_open()
+        if partitions is None:
+            return sorted(self._assigned)
+        return [TopicPartition(*tp) for tp in partitions]
+
+    # --- closing -------------------------------------------------------------------------------
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Commit (with auto commit on), revoke, leave the group, close connections.
+
+        Every step shares ``timeout`` seconds; what does not fit is skipped, never waited for.
+        """
+        if self._closed:
+            return
+        deadline = time.monotonic() + timeout
+        try:
+            if self._runner is not None:
+                self._close_group(deadline)
+        finally:
+            self._closed = True
+            if self._runner is not None:
+                self._runner.stop(max(0.0, min(1.0, deadline - time.monotonic())))
+            self._fetcher.close(max(0.0, min(1.0, deadline - time.monotonic())))
+            self._cluster.close()
+            self._offsets.run_callbacks()
+
+    def _close_group(self, deadline: float) -> None:
+        assert self._runner is not None
+        held = set(self._assigned)
+        try:
+            self._handle_group_events()
+        except GroupkitError as exc:
+            log.warning("closing after a group error: %s", exc)
+        if held and self.config.enable_auto_commit:
+            positions = self._fetcher.positions()
+            offsets = {tp: o for tp, o in positions.items() if tp in self._assigned}
+            left = deadline - time.monotonic()
+            if offsets and left > 0:
+                try:
+                    self._offsets.commit(offsets, left)
+                except GroupkitError as exc:
+                    log.warning("commit on close failed: %s", exc)
+        try:
+            _call(self._listener, "on_partitions_revoked", self._assigned)
+        finally:
+            self._assigned = set()
+            self._runner.leave(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- plumbing ------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateError("this consumer is closed; create a new one")
+
+    def _timeout(self, timeout: float | None) -> float:
+        return self.config.default_api_timeout_ms / 1000 if timeout is None else timeout
+
+    def _cluster_view(self, topics: frozenset[str]) -> ClusterView:
+        """Partition counts and replica racks for the leader's assignor (fresh metadata)."""
+        metadata = self._cluster.refresh(topics)
+        counts: dict[str, int] = {}
+        racks: dict[TopicPartition, list[str]] = {}
+        for topic in topics:
+            info = metadata.topic(topic)
+            if info is None:
+                continue
+            counts[topic] = info.partition_count
+            for p, part in info.partitions.items():
+                found = [b.rack for n in part.replicas
+                         if (b := metadata.broker(n)) is not None and b.rack]
+                if found:
+                    racks[TopicPartition(topic, p)] = found
+        return ClusterView(counts, racks)
+
+    def _any_broker(self) -> BrokerConnection:
+        return self._cluster.connection(self._cluster.least_loaded_node(), _GROUP_PURPOSE)
+
+    def _coordinator_connection(self, coordinator: Coordinator, purpose: str) -> BrokerConnection:
+        return self._cluster.connection(coordinator.node_id, purpose)
+
+

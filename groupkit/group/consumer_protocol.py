@@ -1,0 +1,173 @@
+"""The "consumer" group protocol: topic subscriptions in, partition assignments out.
+
+It plugs the assignors into the membership machine. It is pure: the runtime hands it the
+cluster's partition counts through ``cluster_view`` and what the member owns through
+``membership``, so a leader's assignment can be computed and tested without a network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import attrs
+
+from assignors import (
+    Assignor,
+    ClusterView,
+    MemberAssignment,
+    MemberSubscription,
+    RebalanceProtocol,
+    TopicPartition,
+    resolve,
+    validate_cooperative,
+)
+from assignors.wire import decode_assignment, decode_subscription, encode_assignment
+from groupkit.errors import ConfigError, CorruptFrame, InvalidAssignmentError
+from groupkit.group.protocol import GroupMember
+from groupkit.protocol.consumer import LATEST_VERSION
+
+PROTOCOL_TYPE = "consumer"
+
+ClusterViewSource = Callable[[frozenset[str]], ClusterView]
+"""Gives the leader the partition counts (and racks) of the topics the group subscribes to."""
+
+Membership = Callable[[], tuple[Iterable[TopicPartition], int]]
+"""What the member owns now and the generation it got it in (for the Subscription)."""
+
+
+def _no_membership() -> tuple[Iterable[TopicPartition], int]:
+    return (), -1
+
+
+def choose_rebalance_protocol(assignors: Sequence[Assignor]) -> RebalanceProtocol:
+    """The highest rebalance protocol every assignor supports (KIP-429's rule).
+
+    COOPERATIVE only when all support it; a set of assignors sharing none is refused.
+    """
+    shared = set(RebalanceProtocol)
+    for assignor in assignors:
+        shared &= set(assignor.supported_protocols)
+    if not shared:
+        names = ", ".join(
+            f"{a.name} ({'/'.join(p.name for p in a.supported_protocols)})" for a in assignors)
+        raise ConfigError(
+            f"the assignors share no rebalance protocol: {names}; configure assignors that"
+            " all support EAGER or all support COOPERATIVE")
+    return max(shared)
+
+
+def _resolve_all(specs: Iterable[str | Assignor]) -> tuple[Assignor, ...]:
+    return tuple(resolve(spec) for spec in specs)
+
+
+@attrs.define
+class ConsumerProtocol:
+    """The ``GroupProtocol`` of Kafka consumers, built from assignors in preference order.
+
+    ``assignors`` are names or ``Assignor`` instances. ``cluster_view`` is called only on the
+    leader, on the thread that drives the machine.
+    """
+
+    assignors: tuple[Assignor, ...] = attrs.field(converter=_resolve_all)
+    cluster_view: ClusterViewSource = attrs.field(kw_only=True)
+    membership: Membership = attrs.field(default=_no_membership, kw_only=True)
+    rack: str | None = attrs.field(default=None, kw_only=True)
+    _topics: frozenset[str] = attrs.field(init=False, factory=frozenset)
+    _rebalance: RebalanceProtocol = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.assignors:
+            raise ConfigError("a consumer needs at least one assignor, e.g. ['range']")
+        names = [a.name for a in self.assignors]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"assignor names must be unique, got {names}")
+        self._rebalance = choose_rebalance_protocol(self.assignors)
+
+    @property
+    def protocol_type(self) -> str:
+        return PROTOCOL_TYPE
+
+    @property
+    def rebalance_protocol(self) -> RebalanceProtocol:
+        """EAGER or COOPERATIVE, fixed by the configured assignors."""
+        return self._rebalance
+
+    @property
+    def topics(self) -> frozenset[str]:
+        """The topics this member subscribes to."""
+        return self._topics
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Set the topics sent in the next JoinGroup."""
+        self._topics = frozenset(topics)
+
+    def join_protocols(self) -> list[tuple[str, bytes]]:
+        owned, generation = self.membership()
+        held = sorted(owned)
+        return [(a.name, a.metadata(self._topics, held, generation if held else -1, self.rack))
+                for a in self.assignors]
+
+    def assign(self, protocol_name: str, members: Sequence[GroupMember]) -> dict[str, bytes]:
+        assignor = self._assignor(protocol_name)
+        subscriptions: dict[str, MemberSubscription] = {}
+        versions: dict[str, int] = {}
+        for member in members:
+            subscriptions[member.member_id] = decode_subscription(
+                member.metadata, member.group_instance_id)
+            # Answer in the member's own Subscription version (decoding checked its prefix).
+            versions[member.member_id] = min(
+                LATEST_VERSION, int.from_bytes(member.metadata[:2], "big", signed=True))
+        topics = frozenset(t for sub in subscriptions.values() for t in sub.topics)
+        result = assignor.assign(self.cluster_view(topics), subscriptions)
+        strangers = sorted(set(result) - set(subscriptions))
+        if strangers:
+            raise InvalidAssignmentError(
+                f"assignor {assignor.name!r} assigned to {strangers}, who are not members")
+        full = {m: result.get(m, MemberAssignment(())) for m in subscriptions}
+        _check_exclusive(assignor.name, full)
+        if self._rebalance is RebalanceProtocol.COOPERATIVE:
+            validate_cooperative(_current_owners(subscriptions), full)
+        return {m: encode_assignment(a, versions[m]) for m, a in full.items()}
+
+    def on_assignment(self, protocol_name: str, assignment: bytes) -> frozenset[TopicPartition]:
+        assignor = self._assignor(protocol_name)
+        decoded = decode_assignment(assignment)
+        _, generation = self.membership()
+        assignor.on_assignment(decoded, generation)
+        return frozenset(decoded.partitions)
+
+    def is_cooperative(self, protocol_name: str) -> bool:
+        return self._rebalance is RebalanceProtocol.COOPERATIVE
+
+    def _assignor(self, name: str) -> Assignor:
+        for assignor in self.assignors:
+            if assignor.name == name:
+                return assignor
+        raise CorruptFrame(
+            f"the group chose assignor {name!r}, which this member did not offer"
+            f" ({[a.name for a in self.assignors]}); the coordinator answered out of protocol")
+
+
+def _check_exclusive(name: str, assignment: Mapping[str, MemberAssignment]) -> None:
+    seen: dict[TopicPartition, str] = {}
+    for member_id, given in assignment.items():
+        for tp in given.partitions:
+            if tp in seen:
+                raise InvalidAssignmentError(
+                    f"assignor {name!r} gave {tp.topic}-{tp.partition} to both {seen[tp]} and"
+                    f" {member_id}; every partition must have one owner")
+            seen[tp] = member_id
+
+
+def _current_owners(subs: Mapping[str, MemberSubscription]) -> dict[str, list[TopicPartition]]:
+    """Who owns each partition now: the claim of the highest generation wins (stale claims of a
+    member that missed a rebalance do not count)."""
+    best: dict[TopicPartition, tuple[int, str]] = {}
+    for member_id, sub in subs.items():
+        for tp in sub.owned_partitions:
+            if tp not in best or sub.generation > best[tp][0]:
+                best[tp] = (sub.generation, member_id)
+    owners: dict[str, list[TopicPartition]] = {m: [] for m in subs}
+    for tp, (_, member_id) in best.items():
+        owners[member_id].append(tp)
+    return owners

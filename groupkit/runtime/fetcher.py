@@ -1,0 +1,561 @@
+"""Background prefetching: one long-poll Fetch in flight per partition leader.
+
+A daemon thread finds each assigned partition's starting offset (committed, else
+``auto_offset_reset``), sends Fetch requests on connections used only for fetching, decodes
+the answers with ``groupkit.protocol.records`` and buffers them per partition. A partition is
+fetched again only once its buffer is drained, so memory stays within one answer per partition
+and ``fetch_max_bytes`` overall. Seek, pause and revoke bump the partition's epoch: an answer
+that left under an older epoch is dropped, so no stale record ever reaches the application.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import attrs
+
+from assignors import TopicPartition
+from groupkit.config import ConsumerConfig
+from groupkit.errors import (
+    GroupkitError,
+    IllegalStateError,
+    NoOffsetForPartitionError,
+    error_for_code,
+)
+from groupkit.hooks import FetchCompleted, Hook, emit
+from groupkit.protocol.messages.fetch import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    FetchRequest,
+    FetchRequestPartition,
+    FetchRequestTopic,
+    FetchResponse,
+)
+from groupkit.protocol.primitives import NULL_UUID
+from groupkit.protocol.records import Header, Record, decode_batches, filter_aborted
+from groupkit.runtime.cluster import FETCH, Cluster
+from groupkit.runtime.offsets import OffsetStore
+
+log = logging.getLogger(__name__)
+
+_FETCH = 1
+_OFFSET_OUT_OF_RANGE = 1
+#: The first Fetch version that names topics by id.
+_TOPIC_IDS = 13
+
+
+@attrs.frozen
+class ConsumerRecord:
+    """One record as the application receives it, with the partition it came from."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header] = attrs.field(factory=list)
+
+
+@attrs.define
+class _Chunk:
+    records: list[ConsumerRecord]
+    next_offset: int
+    size: int
+    index: int = 0
+
+
+@attrs.define
+class _Partition:
+    """One assigned partition; guarded by the fetcher's lock."""
+
+    position: int | None = None
+    fetch_offset: int | None = None
+    epoch: int = 0
+    paused: bool = False
+    reset: str | None = None
+    initializing: bool = False
+    in_flight: bool = False
+    retry_at: float = 0.0
+    error: GroupkitError | None = None
+    high_watermark: int = -1
+    chunks: collections.deque[_Chunk] = attrs.field(factory=collections.deque)
+
+
+@attrs.frozen
+class _Sent:
+    node: int
+    version: int
+    offsets: dict[TopicPartition, tuple[int, int]]
+    names: dict[Any, str]
+    started: float
+
+
+@attrs.define(eq=False)
+class Fetcher:
+    """Keeps records of the assigned partitions ready for ``take``.
+
+    ``wakeup`` is called on the fetcher thread when new records (or errors) are ready, so a
+    blocked ``poll`` can return at once.
+    """
+
+    cluster: Cluster
+    config: ConsumerConfig
+    offsets: OffsetStore | None
+    hooks: Sequence[Hook] = ()
+    wakeup: Callable[[], None] = lambda: None
+
+    _cond: threading.Condition = attrs.field(init=False, factory=threading.Condition)
+    _parts: dict[TopicPartition, _Partition] = attrs.field(init=False, factory=dict)
+    _busy_nodes: set[int] = attrs.field(init=False, factory=set)
+    _answers: collections.deque[tuple[_Sent, Future[Any]]] = attrs.field(
+        init=False, factory=collections.deque)
+    _buffered: int = attrs.field(init=False, default=0)
+    _closed: bool = attrs.field(init=False, default=False)
+    _thread: threading.Thread | None = attrs.field(init=False, default=None)
+
+    # --- the application's side ----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the fetcher thread."""
+        self._thread = threading.Thread(target=self._run, daemon=True, name="groupkit-fetcher")
+        self._thread.start()
+
+    def close(self, timeout: float) -> None:
+        """Stop fetching; the thread ends within ``timeout`` (it is a daemon either way)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Fetch exactly ``partitions`` from now on; dropped ones lose their buffers."""
+        wanted = set(partitions)
+        with self._cond:
+            for tp in list(self._parts):
+                if tp not in wanted:
+                    self._drop(self._parts.pop(tp))
+            for tp in wanted:
+                self._parts.setdefault(tp, _Partition())
+            self._cond.notify_all()
+        self.cluster.add_topics({tp.topic for tp in wanted})
+
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions being fetched."""
+        with self._cond:
+            return set(self._parts)
+
+    def seek(self, tp: TopicPartition, offset: int | None, reset: str | None = None) -> None:
+        """Read ``tp`` from ``offset`` next (or from ``reset``: "earliest"/"latest")."""
+        with self._cond:
+            part = self._part(tp)
+            self._drop(part)
+            part.position = part.fetch_offset = offset
+            part.reset = reset
+            part.error = None
+            self._cond.notify_all()
+
+    def position(self, tp: TopicPartition, timeout: float) -> int | None:
+        """The offset of the next record ``take`` gives for ``tp``; waits while it is looked up."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                part = self._part(tp)
+                if part.error is not None:
+                    raise part.error
+                if part.position is not None:
+                    return part.position
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+
+    def positions(self) -> dict[TopicPartition, int]:
+        """The known positions of all assigned partitions (what a commit stores)."""
+        with self._cond:
+            return {tp: p.position for tp, p in self._parts.items() if p.position is not None}
+
+    def pause(self, partitions: Iterable[TopicPartition]) -> None:
+        """Hold back records of ``partitions``; what is buffered is dropped and refetched."""
+        with self._cond:
+            for tp in partitions:
+                part = self._part(tp)
+                part.paused = True
+                self._drop(part)
+
+    def resume(self, partitions: Iterable[TopicPartition]) -> None:
+        """Fetch ``partitions`` again."""
+        with self._cond:
+            for tp in partitions:
+                self._part(tp).paused = False
+            self._cond.notify_all()
+
+    def paused(self) -> set[TopicPartition]:
+        """The partitions held back by ``pause``."""
+        with self._cond:
+            return {tp for tp, p in self._parts.items() if p.paused}
+
+    def ready(self) -> bool:
+        """Whether ``take`` would return records or raise an error now."""
+        with self._cond:
+            return any(p.error is not None or (p.chunks and not p.paused)
+                       for p in self._parts.values())
+
+    def take(self, max_records: int) -> list[ConsumerRecord]:
+        """Up to ``max_records`` buffered records, a fair share from each partition.
+
+        Raises the first stored partition error (e.g. NoOffsetForPartitionError) instead.
+        """
+        out: list[ConsumerRecord] = []
+        with self._cond:
+            for part in self._parts.values():
+                if part.error is not None:
+                    error, part.error = part.error, None
+                    raise error
+            ready = [p for p in self._parts.values() if p.chunks and not p.paused]
+            freed = False
+            while ready and len(out) < max_records:
+                share = max(1, (max_records - len(out)) // len(ready))
+                for part in ready:
+                    chunk = part.chunks[0]
+                    piece = chunk.records[chunk.index:chunk.index + share]
+                    out.extend(piece)
+                    chunk.index += len(piece)
+                    if piece:
+                        part.position = piece[-1].offset + 1
+                    if chunk.index >= len(chunk.records):
+                        part.chunks.popleft()
+                        self._buffered -= chunk.size
+                        part.position = max(part.position or 0, chunk.next_offset)
+                        freed = True
+                    if len(out) >= max_records:
+                        break
+                ready = [p for p in ready if p.chunks]
+            if freed:
+                self._cond.notify_all()
+        return out
+
+    def _part(self, tp: TopicPartition) -> _Partition:
+        part = self._parts.get(tp)
+        if part is None:
+            raise IllegalStateError(
+                f"{tp.topic}-{tp.partition} is not assigned to this consumer; use assignment()"
+                " to see which partitions it holds")
+        return part
+
+    def _drop(self, part: _Partition) -> None:
+        """Forget buffered and in-flight data of ``part`` (seek, pause, revoke)."""
+        part.epoch += 1
+        part.in_flight = False
+        self._buffered -= sum(c.size for c in part.chunks)
+        part.chunks.clear()
+        part.fetch_offset = part.position
+
+    # --- the fetcher thread --------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._closed:
+                        return
+                    answers = list(self._answers)
+                    self._answers.clear()
+                    init = self._to_initialize()
+                    plan = self._plan()
+                    if answers or init or plan:
+                        break
+                    self._cond.wait(self._next_retry())
+            try:
+                for sent, future in answers:
+                    self._handle(sent, future)
+                if init:
+                    self._initialize(init)
+                if plan and self.cluster.stale:
+                    # A NOT_LEADER/UNKNOWN_TOPIC answer or a broken link: route anew.
+                    self.cluster.maybe_refresh()
+                    with self._cond:
+                        plan = self._plan()
+                for node, tps in plan.items():
+                    self._send(node, tps)
+            except Exception:
+                log.exception("the fetcher hit an unexpected error; it goes on after a backoff")
+                with self._cond:
+                    backoff = time.monotonic() + self.config.retry_backoff_max_ms / 1000
+                    for part in self._parts.values():
+                        part.retry_at = max(part.retry_at, backoff)
+
+    def _next_retry(self) -> float | None:
+        now = time.monotonic()
+        times = [p.retry_at for p in self._parts.values() if p.retry_at > now]
+        return min(times) - now if times else None
+
+    def _to_initialize(self) -> list[tuple[TopicPartition, int, str | None]]:
+        now = time.monotonic()
+        out = []
+        for tp, part in self._parts.items():
+            if part.position is None and part.error is None and not part.initializing \
+                    and part.retry_at <= now:
+                part.initializing = True
+                out.append((tp, part.epoch, part.reset))
+        return out
+
+    def _plan(self) -> dict[int, list[TopicPartition]]:
+        """Partitions to fetch now, by leader: positioned, unpaused, drained, leader idle."""
+        if self._buffered >= self.config.fetch_max_bytes:
+            return {}
+        now = time.monotonic()
+        metadata = self.cluster.metadata
+        plan: dict[int, list[TopicPartition]] = collections.defaultdict(list)
+        for tp, part in self._parts.items():
+            if part.fetch_offset is None or part.paused or part.chunks or part.in_flight \
+                    or part.error is not None or part.retry_at > now:
+                continue
+            leader = metadata.leader_for(tp.topic, tp.partition)
+            if leader is None:
+                self.cluster.request_refresh()
+                leader = -1
+            if leader not in self._busy_nodes:
+                plan[leader].append(tp)
+        return plan
+
+    def _initialize(self, todo: list[tuple[TopicPartition, int, str | None]]) -> None:
+        found: dict[TopicPartition, int] = {}
+        error: GroupkitError | None = None
+        try:
+            normal = [tp for tp, _, reset in todo if reset is None]
+            if normal and self.offsets is not None and self.config.group_id is not None:
+                committed = self.offsets.committed(
+                    normal, self.config.request_timeout_ms / 1000)
+                found.update({tp: o for tp, o in committed.items() if o is not None})
+            by_reset: dict[str, list[TopicPartition]] = collections.defaultdict(list)
+            for tp, _, reset in todo:
+                if tp not in found:
+                    by_reset[reset or self.config.auto_offset_reset].append(tp)
+            for strategy, tps in by_reset.items():
+                found.update(self._list_offsets(tps, strategy))
+        except NoOffsetForPartitionError as exc:
+            error = exc
+        except Exception as exc:
+            log.warning("looking up start offsets failed (%s); retrying after a backoff", exc)
+        backoff = time.monotonic() + self.config.retry_backoff_ms / 1000
+        with self._cond:
+            for tp, epoch, _ in todo:
+                part = self._parts.get(tp)
+                if part is None or part.epoch != epoch:
+                    if part is not None:
+                        part.initializing = False
+                    continue
+                part.initializing = False
+                if tp in found:
+                    part.position = part.fetch_offset = found[tp]
+                    part.reset = None
+                elif error is not None:
+                    part.error = error
+                else:
+                    part.retry_at = backoff
+            self._cond.notify_all()
+        if error is not None:
+            self._wake()
+
+    def _list_offsets(self, tps: list[TopicPartition], strategy: str) -> dict[TopicPartition, int]:
+        if self.offsets is None:
+            raise GroupkitError("the fetcher has no offset store to look up start offsets")
+        return self.offsets.list_offsets(tps, strategy, self.config.request_timeout_ms / 1000)
+
+    def _send(self, node: int, tps: list[TopicPartition]) -> None:
+        if node < 0:
+            # No leader known (a topic being created, a leader election): ask again, slowly.
+            self._backoff(tps, self.config.retry_backoff_max_ms)
+            self.cluster.maybe_refresh()
+            return
+        try:
+            conn = self.cluster.connection(node, FETCH)
+            conn.connect()
+        except GroupkitError as exc:
+            log.warning("cannot reach fetch leader %d: %s", node, exc)
+            self.cluster.observe(exc)
+            self._backoff(tps)
+            return
+        metadata = self.cluster.metadata
+        version = conn.versions.get(_FETCH, 4)
+        ids = {t: metadata.topics[t].topic_id if t in metadata.topics else NULL_UUID
+               for t in {tp.topic for tp in tps}}
+        if version >= _TOPIC_IDS and any(i == NULL_UUID for i in ids.values()):
+            version = _TOPIC_IDS - 1
+        offsets: dict[TopicPartition, tuple[int, int]] = {}
+        by_topic: dict[str, list[FetchRequestPartition]] = collections.defaultdict(list)
+        with self._cond:
+            for tp in tps:
+                part = self._parts.get(tp)
+                if part is None or part.fetch_offset is None or part.in_flight:
+                    continue
+                part.in_flight = True
+                offsets[tp] = (part.fetch_offset, part.epoch)
+                by_topic[tp.topic].append(FetchRequestPartition(
+                    partition=tp.partition, fetch_offset=part.fetch_offset,
+                    partition_max_bytes=self.config.max_partition_fetch_bytes))
+            if not offsets:
+                return
+            self._busy_nodes.add(node)
+        request = FetchRequest(
+            max_wait_ms=self.config.fetch_max_wait_ms, min_bytes=self.config.fetch_min_bytes,
+            max_bytes=self.config.fetch_max_bytes,
+            isolation_level=READ_COMMITTED if self.config.isolation_level == "read_committed"
+            else READ_UNCOMMITTED,
+            session_id=0, session_epoch=-1,
+            topics=[FetchRequestTopic(topic=t, topic_id=ids[t], partitions=ps)
+                    for t, ps in by_topic.items()],
+            forgotten_topics_data=[], rack_id=self.config.client_rack or "")
+        names: dict[Any, str] = {ids[t] if version >= _TOPIC_IDS else t: t for t in by_topic}
+        sent = _Sent(node, version, offsets, names, time.monotonic())
+        future = conn.send(request, version, timeout_ms=self.config.request_timeout_ms
+                           + self.config.fetch_max_wait_ms)
+        future.add_done_callback(lambda f: self._answered(sent, f))
+
+    def _answered(self, sent: _Sent, future: Future[Any]) -> None:
+        with self._cond:
+            self._answers.append((sent, future))
+            self._cond.notify_all()
+
+    def _handle(self, sent: _Sent, future: Future[Any]) -> None:
+        with self._cond:
+            self._busy_nodes.discard(sent.node)
+        error = future.exception()
+        if error is not None:
+            log.warning("Fetch from node %d failed: %s", sent.node, error)
+            self.cluster.observe(error)
+            self._release(sent, backoff=True)
+            return
+        response: FetchResponse = future.result()
+        if response.error_code:
+            log.warning("Fetch from node %d failed: %s", sent.node,
+                        error_for_code(response.error_code)())
+            self.cluster.observe_code(response.error_code)
+            self._release(sent, backoff=True)
+            return
+        records = size = 0
+        woke = False
+        for topic in response.responses:
+            name = sent.names.get(topic.topic_id if sent.version >= _TOPIC_IDS else topic.topic)
+            if name is None:
+                continue
+            for answer in topic.partitions:
+                tp = TopicPartition(name, answer.partition_index)
+                if tp not in sent.offsets:
+                    continue
+                offset, epoch = sent.offsets[tp]
+                got, nbytes, failed = self._fill(tp, offset, epoch, answer)
+                records += got
+                size += nbytes
+                woke = woke or got > 0 or failed
+        self._release(sent, backoff=False)
+        emit(self.hooks, FetchCompleted(sent.node, len(sent.offsets), records, size,
+                                        time.monotonic() - sent.started))
+        if woke:
+            self._wake()
+
+    def _fill(self, tp: TopicPartition, offset: int, epoch: int,
+              answer: Any) -> tuple[int, int, bool]:
+        """Decode one partition's answer into its buffer.
+
+        Returns (records, bytes, whether an error now waits for the application).
+        """
+        code = answer.error_code
+        data = answer.records or b""
+        error: GroupkitError | None = None
+        chunk: _Chunk | None = None
+        if code == _OFFSET_OUT_OF_RANGE:
+            log.info("%s-%d: offset %d is out of range; resetting by auto_offset_reset",
+                     tp.topic, tp.partition, offset)
+        elif code:
+            self.cluster.observe_code(code)
+            exc = error_for_code(code)(f"Fetch of {tp.topic}-{tp.partition}")
+            if not exc.retriable:
+                error = exc
+        elif data:
+            try:
+                chunk = self._decode(tp, offset, data, answer.aborted_transactions)
+            except GroupkitError as exc:
+                error = exc
+        with self._cond:
+            part = self._parts.get(tp)
+            if part is None or part.epoch != epoch or part.fetch_offset != offset:
+                return 0, 0, False
+            part.in_flight = False
+            part.high_watermark = answer.high_watermark
+            if code == _OFFSET_OUT_OF_RANGE:
+                if self.config.auto_offset_reset == "none":
+                    part.error = NoOffsetForPartitionError(
+                        f"offset {offset} of {tp.topic}-{tp.partition} is out of range and"
+                        " auto_offset_reset is 'none'; seek() to a valid offset")
+                else:
+                    part.position = part.fetch_offset = None
+                    part.reset = self.config.auto_offset_reset
+                self._cond.notify_all()
+            elif code and error is None:
+                part.retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
+            elif error is not None:
+                part.error = error
+            elif chunk is not None and chunk.next_offset > offset:
+                part.fetch_offset = chunk.next_offset
+                if chunk.records:
+                    part.chunks.append(chunk)
+                    self._buffered += chunk.size
+                elif part.position == offset:
+                    part.position = chunk.next_offset
+                return len(chunk.records), chunk.size, False
+            return 0, 0, part.error is not None
+
+    def _decode(self, tp: TopicPartition, offset: int, data: bytes,
+                aborted: list[Any] | None) -> _Chunk:
+        batches = decode_batches(data, topic=tp.topic, partition=tp.partition,
+                                 check_crc=self.config.check_crcs)
+        if not batches:
+            return _Chunk([], offset, 0)
+        plain: Iterable[Record]
+        if self.config.isolation_level == "read_committed":
+            plain = filter_aborted(batches, [(a.producer_id, a.first_offset)
+                                             for a in aborted or ()])
+        else:
+            plain = (r for b in batches if not b.is_control for r in b.records)
+        topic, partition = tp
+        records = [ConsumerRecord(topic, partition, r.offset, r.timestamp, r.timestamp_type,
+                                  r.key, r.value, r.headers)
+                   for r in plain if r.offset >= offset]
+        return _Chunk(records, max(offset, batches[-1].next_offset), len(data))
+
+    def _release(self, sent: _Sent, backoff: bool) -> None:
+        """Mark the partitions of ``sent`` fetchable again (after a back-off if it failed)."""
+        retry = time.monotonic() + self.config.retry_backoff_ms / 1000
+        with self._cond:
+            for tp, (_, epoch) in sent.offsets.items():
+                part = self._parts.get(tp)
+                if part is not None and part.epoch == epoch and part.in_flight:
+                    part.in_flight = False
+                    if backoff:
+                        part.retry_at = retry
+            self._cond.notify_all()
+
+    def _backoff(self, tps: list[TopicPartition], delay_ms: int | None = None) -> None:
+        wait = self.config.retry_backoff_ms if delay_ms is None else delay_ms
+        retry = time.monotonic() + wait / 1000
+        with self._cond:
+            for tp in tps:
+                part = self._parts.get(tp)
+                if part is not None:
+                    part.retry_at = retry
+
+    def _wake(self) -> None:
+        try:
+            self.wakeup()
+        except Exception:
+            log.exception("the wakeup callback failed")

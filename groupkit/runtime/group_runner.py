@@ -1,0 +1,368 @@
+"""The background thread that keeps one member in its group: the GroupMachine's only driver.
+
+It sends the machine's requests (coordinator-bound ones on a connection of their own, so a
+Heartbeat never waits behind a Fetch), feeds answers back, and sleeps on a Condition until the
+machine's next deadline or a new input, so an idle member costs no CPU. It never runs user code
+and never takes a lock the application holds: the application talks to it through an inbox
+(``application_polled``, ``revocation_done``, ``request_rejoin``, ``leave``, ``commit_error``)
+and reads facts (assigned, revoked, lost, left, fatal) from ``events()``.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+import attrs
+
+from groupkit.errors import (
+    CommitFailedError,
+    GroupkitError,
+    IllegalStateError,
+    RequestTimeoutError,
+)
+from groupkit.group import (
+    Assigned,
+    CommitFence,
+    Coordinator,
+    CoordinatorChanged,
+    CoordinatorLost,
+    Destination,
+    Fatal,
+    GroupMachine,
+    MemberState,
+    Output,
+    RequestDecision,
+    Send,
+)
+from groupkit.group.states import TERMINAL_STATES
+from groupkit.hooks import (
+    Event,
+    HeartbeatAnswered,
+    HeartbeatSent,
+    Hook,
+    Joined,
+    RebalanceFinished,
+    RebalanceStarted,
+    Synced,
+    emit,
+)
+from groupkit.protocol.messages.group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+)
+from groupkit.protocol.schema import Response
+from groupkit.runtime.connection import BrokerConnection
+
+log = logging.getLogger(__name__)
+
+_Input = Callable[[float], None]
+
+#: Connection purposes the runner asks ``connect`` for.
+COORDINATOR = "coordinator"
+HEARTBEAT = "heartbeat"
+
+
+@attrs.define(eq=False)
+class GroupRunner:
+    """Runs ``machine`` on a daemon thread.
+
+    ``any_broker`` gives a connection for FindCoordinator; ``connect(coordinator, purpose)``
+    gives a connection reserved for coordinator traffic, one for ``"coordinator"`` (join, sync,
+    leave) and one for ``"heartbeat"``: a broker answers a connection's requests in order, so a
+    Heartbeat never waits behind a SyncGroup the coordinator holds. Connections are pooled and
+    closed by the caller; they reconnect by themselves, so after a coordinator change the
+    runner just asks ``connect`` again.
+    ``wakeup`` is called (on the runner thread) whenever an event for the application is
+    queued, so a blocked ``poll`` can return.
+    """
+
+    machine: GroupMachine
+    any_broker: Callable[[], BrokerConnection]
+    connect: Callable[[Coordinator, str], BrokerConnection]
+    hooks: Sequence[Hook] = ()
+    wakeup: Callable[[], None] = lambda: None
+    clock: Callable[[], float] = time.monotonic
+
+    _cond: threading.Condition = attrs.field(init=False, factory=threading.Condition)
+    _inbox: collections.deque[tuple[_Input, Future[Any] | None]] = attrs.field(
+        init=False, factory=collections.deque)
+    _events: collections.deque[Output] = attrs.field(init=False, factory=collections.deque)
+    _thread: threading.Thread | None = attrs.field(init=False, default=None)
+    _stopping: bool = attrs.field(init=False, default=False)
+    _finished: threading.Event = attrs.field(init=False, factory=threading.Event)
+    _deadline: float | None = attrs.field(init=False, default=None)
+    _connections: dict[str, BrokerConnection] = attrs.field(init=False, factory=dict)
+    _coordinator: Coordinator | None = attrs.field(init=False, default=None)
+    _fence: CommitFence | None = attrs.field(init=False, default=None)
+    _state: MemberState = attrs.field(init=False, default=MemberState.UNJOINED)
+    _sent_at: dict[int, float] = attrs.field(init=False, factory=dict)
+    _rebalance_since: float | None = attrs.field(init=False, default=None)
+
+    # --- the application's side (any thread) ---------------------------------------------------
+
+    def start(self) -> None:
+        """Start the thread; the member looks for its coordinator and joins."""
+        if self._thread is not None:
+            raise IllegalStateError("GroupRunner.start() was called twice; call it once")
+        self._post(self.machine.start)
+        self._thread = threading.Thread(
+            target=self._run, daemon=True, name=f"groupkit-group-{self.machine.config.group_id}")
+        self._thread.start()
+
+    def events(self) -> list[Output]:
+        """Take the facts queued for the application, oldest first."""
+        with self._cond:
+            out = list(self._events)
+            self._events.clear()
+        return out
+
+    def requeue(self, events: Sequence[Output]) -> None:
+        """Put back events taken by ``events()`` but not handled, ahead of newer ones."""
+        with self._cond:
+            self._events.extendleft(reversed(events))
+
+    @property
+    def state(self) -> MemberState:
+        """The member's state as of the runner's last step."""
+        return self._state
+
+    @property
+    def coordinator(self) -> Coordinator | None:
+        """The coordinator the member talks to now, if known."""
+        return self._coordinator
+
+    @property
+    def finished(self) -> bool:
+        """Whether the member reached a terminal state (closed or fatal)."""
+        return self._finished.is_set()
+
+    def commit_fence(self) -> CommitFence:
+        """The generation/member identity for an OffsetCommit now, or CommitFailedError."""
+        fence = self._fence
+        if fence is None:
+            raise CommitFailedError(
+                f"cannot commit while the member is {self._state.name}: the group is"
+                " rebalancing; commit the records of the next assignment instead")
+        return fence
+
+    def application_polled(self) -> None:
+        """The application called poll: restart the poll interval (and rejoin if it expired)."""
+        self._post(self.machine.application_polled)
+
+    def revocation_done(self) -> None:
+        """The application has given up what a ``Revoked`` listed."""
+        self._post(self.machine.revocation_done)
+
+    def request_rejoin(self, reason: str) -> None:
+        """Start a rebalance (e.g. the second round of a cooperative one)."""
+        self._post(lambda now: self.machine.request_rejoin(now, reason))
+
+    def commit_error(self, fence: CommitFence, code: int, attempt: int,
+                     timeout: float) -> RequestDecision:
+        """Let the machine decide about a failed commit (it may rejoin); waits for its answer."""
+        future: Future[RequestDecision] = Future()
+
+        def decide(now: float) -> None:
+            future.set_result(self.machine.on_commit_error(fence, code, now, attempt))
+
+        self._post(decide, future)
+        return _result(future, timeout)
+
+    def offset_fetch_error(self, code: int, attempt: int, timeout: float) -> RequestDecision:
+        """Let the machine decide about a failed OffsetFetch; waits for its answer."""
+        future: Future[RequestDecision] = Future()
+
+        def decide(now: float) -> None:
+            future.set_result(self.machine.on_offset_fetch_error(code, now, attempt))
+
+        self._post(decide, future)
+        return _result(future, timeout)
+
+    def leave(self, timeout: float, reason: str = "the consumer is closing") -> bool:
+        """Leave the group and stop the thread; True when done within ``timeout`` seconds."""
+        if self._thread is None:
+            return True
+        self._post(lambda now: self.machine.leave(now, reason))
+        done = self._finished.wait(timeout)
+        self.stop(max(0.0, timeout))
+        return done
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread without leaving the group."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    def _post(self, item: _Input, future: Future[Any] | None = None) -> None:
+        """Queue ``item`` for the runner thread; ``future`` (if any) fails if it never runs."""
+        with self._cond:
+            if self._stopping:
+                if future is not None:
+                    future.set_exception(IllegalStateError(
+                        "the group runner has stopped; the consumer is closed"))
+                return
+            self._inbox.append((item, future))
+            self._cond.notify_all()
+
+    # --- the runner thread ---------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while not self._inbox and not self._stopping:
+                        timeout = None if self._deadline is None else self._deadline - self.clock()
+                        if timeout is not None and timeout <= 0:
+                            break
+                        self._cond.wait(timeout)
+                    if self._stopping:
+                        break
+                    items = list(self._inbox)
+                    self._inbox.clear()
+                now = self.clock()
+                for item, future in items:
+                    if future is None:
+                        item(now)
+                        continue
+                    try:
+                        item(now)
+                    except Exception as exc:
+                        future.set_exception(exc)
+                self._step(self.clock())
+        except Exception as exc:
+            log.exception("the group runner of %s stopped on an internal error",
+                          self.machine.config.group_id)
+            error = exc if isinstance(exc, GroupkitError) else IllegalStateError(
+                f"the group runner stopped on an internal error: {exc!r}")
+            self._queue(Fatal(error))
+            self._finished.set()
+        finally:
+            with self._cond:
+                self._stopping = True
+                pending = list(self._inbox)
+                self._inbox.clear()
+            for _, future in pending:
+                if future is not None:
+                    future.set_exception(IllegalStateError(
+                        "the group runner stopped before answering; the consumer is closed"))
+            self._connections = {}
+
+    def _step(self, now: float) -> None:
+        while True:
+            outputs = self.machine.poll(now)
+            if not outputs:
+                break
+            for out in outputs:
+                self._carry_out(out, now)
+        state = self.machine.state
+        self._state = state
+        try:
+            self._fence = self.machine.commit_fence()
+        except CommitFailedError:
+            self._fence = None
+        if state in TERMINAL_STATES:
+            self._finished.set()
+        self._deadline = self.machine.next_deadline()
+
+    def _carry_out(self, out: Output, now: float) -> None:
+        if isinstance(out, Send):
+            self._send(out, now)
+        elif isinstance(out, CoordinatorChanged):
+            self._connections = {}
+            self._coordinator = Coordinator(out.node_id, out.host, out.port)
+        elif isinstance(out, CoordinatorLost):
+            self._connections = {}
+            self._coordinator = None
+        else:
+            if isinstance(out, Assigned):
+                self._emit(Synced(self.machine.config.group_id, out.generation_id,
+                                  len(out.units)))
+                if self._rebalance_since is not None:
+                    self._emit(RebalanceFinished(self.machine.config.group_id, out.generation_id,
+                                                 now - self._rebalance_since))
+                    self._rebalance_since = None
+            self._queue(out)
+
+    def _send(self, out: Send, now: float) -> None:
+        request = out.request
+        group_id = self.machine.config.group_id
+        if isinstance(request, JoinGroupRequest) and self._rebalance_since is None:
+            self._rebalance_since = now
+            self._emit(RebalanceStarted(group_id, request.reason or "joining"))
+        elif isinstance(request, HeartbeatRequest):
+            self._emit(HeartbeatSent(group_id, request.generation_id))
+        try:
+            conn = self._route(out.destination,
+                               HEARTBEAT if isinstance(request, HeartbeatRequest) else COORDINATOR)
+        except GroupkitError as exc:
+            self._post(lambda t, e=exc: self.machine.on_request_failed(out.token, e, t))
+            return
+        self._sent_at[out.token] = now
+        future = conn.send(request, timeout_ms=out.timeout_ms)
+        future.add_done_callback(lambda f: self._answered(out.token, f))
+
+    def _route(self, destination: Destination, purpose: str) -> BrokerConnection:
+        if destination is Destination.ANY_BROKER:
+            return self.any_broker()
+        conn = self._connections.get(purpose)
+        if conn is None:
+            if self._coordinator is None:
+                raise IllegalStateError("no coordinator is known for a coordinator request")
+            conn = self._connections[purpose] = self.connect(self._coordinator, purpose)
+        return conn
+
+    def _answered(self, token: int, future: Future[Any]) -> None:
+        """Runs on a connection's reader thread: hand the outcome to the runner thread."""
+        error = future.exception()
+        if error is not None:
+            self._post(lambda now: self._failed(token, error, now))
+        else:
+            self._post(lambda now: self._respond(token, future.result(), now))
+
+    def _failed(self, token: int, error: BaseException, now: float) -> None:
+        self._sent_at.pop(token, None)
+        self.machine.on_request_failed(token, error, now)
+
+    def _respond(self, token: int, response: Response, now: float) -> None:
+        sent = self._sent_at.pop(token, now)
+        group_id = self.machine.config.group_id
+        self.machine.on_response(token, response, now)
+        if isinstance(response, HeartbeatResponse):
+            self._emit(HeartbeatAnswered(group_id, response.error_code, now - sent))
+        elif isinstance(response, JoinGroupResponse) and not response.error_code \
+                and self.machine.state is MemberState.COMPLETING_REBALANCE:
+            self._emit(Joined(group_id, response.member_id, response.generation_id,
+                              response.protocol_name or "",
+                              response.leader == response.member_id))
+
+    def _queue(self, out: Output) -> None:
+        with self._cond:
+            self._events.append(out)
+        try:
+            self.wakeup()
+        except Exception:
+            log.exception("the wakeup callback failed")
+
+    def _emit(self, event: Event) -> None:
+        emit(self.hooks, event)
+
+
+def _result(future: Future[RequestDecision], timeout: float) -> RequestDecision:
+    try:
+        return future.result(timeout)
+    except FutureTimeout:
+        raise RequestTimeoutError(
+            f"the group runner did not answer within {timeout:.1f} s; it is busy reconnecting"
+            " to the coordinator: retry the commit") from None

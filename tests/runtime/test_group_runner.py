@@ -1,0 +1,150 @@
+"""The group runner thread with a scripted coordinator (no broker): routing, events, hooks.
+
+The broker tests in tests/test_consumer.py run the same runner against Tansu; these pin down
+what is hard to provoke there: which connection each request takes, that a raising hook does
+not stop the thread, and the commit-error round trip to the machine.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+from assignors import ClusterView, TopicPartition
+from groupkit.errors import CommitFailedError
+from groupkit.group import Assigned, Coordinator, GroupConfig, GroupMachine, MemberState
+from groupkit.group.consumer_protocol import ConsumerProtocol
+from groupkit.hooks import HeartbeatAnswered, Joined, Synced
+from groupkit.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
+)
+from groupkit.protocol.messages.group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from groupkit.runtime.group_runner import GroupRunner
+
+GROUP = "g"
+ILLEGAL_GENERATION = 22
+
+
+class ScriptedBroker:
+    """Answers every request at once, like a one-member coordinator; records what went where."""
+
+    def __init__(self, name: str, log: list[tuple[str, str]]) -> None:
+        self.name, self.log = name, log
+
+    def send(self, request: Any, version: int | None = None, *,
+             timeout_ms: int | None = None) -> Future[Any]:
+        self.log.append((self.name, type(request).__name__))
+        future: Future[Any] = Future()
+        future.set_result(self.answer(request))
+        return future
+
+    def answer(self, request: Any) -> Any:
+        if isinstance(request, FindCoordinatorRequest):
+            return FindCoordinatorResponse(error_code=0, node_id=1, host="h", port=1, coordinators=[
+                FindCoordinatorResponseCoordinator(key=GROUP, node_id=1, host="h", port=1,
+                                                   error_code=0)])
+        if isinstance(request, JoinGroupRequest):
+            return JoinGroupResponse(
+                error_code=0, generation_id=3, protocol_type="consumer", protocol_name="range",
+                leader="m1", member_id="m1", members=[JoinGroupResponseMember(
+                    member_id="m1", metadata=request.protocols[0].metadata)])
+        if isinstance(request, SyncGroupRequest):
+            return SyncGroupResponse(error_code=0, protocol_type="consumer",
+                                     protocol_name="range",
+                                     assignment=request.assignments[0].assignment)
+        if isinstance(request, HeartbeatRequest):
+            return HeartbeatResponse(error_code=0)
+        assert isinstance(request, LeaveGroupRequest)
+        return LeaveGroupResponse(error_code=0, members=[])
+
+
+def make_runner(hooks: list[Any]) -> tuple[GroupRunner, list[tuple[str, str]], threading.Event]:
+    log: list[tuple[str, str]] = []
+    protocol = ConsumerProtocol(["range"], cluster_view=lambda t: ClusterView({"t": 2}))
+    protocol.subscribe(["t"])
+    config = GroupConfig(group_id=GROUP, session_timeout_ms=6000, heartbeat_interval_ms=100)
+    machine = GroupMachine(config, protocol)
+    woken = threading.Event()
+    any_broker = ScriptedBroker("any", log)
+
+    def connect(found: Coordinator, purpose: str) -> Any:
+        assert found == Coordinator(1, "h", 1)
+        return ScriptedBroker(purpose, log)
+
+    runner = GroupRunner(machine, lambda: any_broker, connect, hooks, wakeup=woken.set)
+    return runner, log, woken
+
+
+def wait_for_event(runner: GroupRunner, woken: threading.Event, kind: type) -> Any:
+    for _ in range(50):
+        assert woken.wait(5), f"no {kind.__name__} event"
+        woken.clear()
+        for event in runner.events():
+            if isinstance(event, kind):
+                return event
+    raise AssertionError(f"no {kind.__name__} event")
+
+
+def test_runner_joins_heartbeats_and_routes_requests_despite_a_raising_hook() -> None:
+    seen: list[Any] = []
+    heartbeats = threading.Event()
+
+    def hook(event: Any) -> None:
+        seen.append(event)
+        if isinstance(event, HeartbeatAnswered) and sum(
+                isinstance(e, HeartbeatAnswered) for e in seen) >= 3:
+            heartbeats.set()
+        raise RuntimeError("broken hook")
+
+    runner, log, woken = make_runner([hook])
+    runner.start()
+    try:
+        assigned = wait_for_event(runner, woken, Assigned)
+        assert assigned.units == {TopicPartition("t", 0), TopicPartition("t", 1)}
+        assert heartbeats.wait(5), "heartbeats stopped"
+        assert runner.state is MemberState.STABLE
+        assert runner.commit_fence().generation_id == 3
+    finally:
+        assert runner.leave(5)
+    # FindCoordinator goes to any broker; heartbeats to their own coordinator connection (so
+    # they never queue behind a held SyncGroup), the rest to the main coordinator connection.
+    assert log[0] == ("any", "FindCoordinatorRequest")
+    assert {where for where, api in log[1:] if api == "HeartbeatRequest"} == {"heartbeat"}
+    assert {where for where, api in log[1:] if api != "HeartbeatRequest"} == {"coordinator"}
+    assert [api for _, api in log].count("LeaveGroupRequest") == 1
+    joined = next(e for e in seen if isinstance(e, Joined))
+    assert joined.leader and joined.generation_id == 3
+    assert any(isinstance(e, Synced) and e.partitions == 2 for e in seen)
+    assert runner.finished
+
+
+def test_a_commit_refused_for_an_old_generation_raises_and_rejoins() -> None:
+    runner, log, woken = make_runner([])
+    runner.start()
+    try:
+        wait_for_event(runner, woken, Assigned)
+        fence = runner.commit_fence()
+        decision = runner.commit_error(fence, ILLEGAL_GENERATION, 1, timeout=5)
+        assert isinstance(decision.error, CommitFailedError)
+        # The machine reset its generation and rejoined: a new Assigned arrives.
+        wait_for_event(runner, woken, Assigned)
+        assert [api for _, api in log].count("JoinGroupRequest") == 2
+    finally:
+        runner.leave(5)
+    with pytest.raises(CommitFailedError):
+        runner.commit_fence()
