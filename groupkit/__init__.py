@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         OffsetCommitError,
         RequestTimeoutError,
     )
+    from groupkit.group_consumer import GroupConsumer, RunSummary
     from groupkit.producer import Producer, RecordMetadata
     from groupkit.protocol.records import Record
 
@@ -47,6 +48,7 @@ _HOMES = {
     "ConsumerRecord": "groupkit.consumer",
     "CorruptFrame": "groupkit.errors",
     "CorruptRecordError": "groupkit.errors",
+    "GroupConsumer": "groupkit.group_consumer",
     "GroupkitError": "groupkit.errors",
     "KafkaConnectionError": "groupkit.errors",
     "NoBrokersAvailable": "groupkit.errors",
@@ -57,6 +59,7 @@ _HOMES = {
     "Record": "groupkit.protocol.records",
     "RecordMetadata": "groupkit.producer",
     "RequestTimeoutError": "groupkit.errors",
+    "RunSummary": "groupkit.group_consumer",
     "TopicPartition": "assignors",
 }
 
@@ -72,6 +75,7 @@ __all__ = [
     "ConsumerRecord",
     "CorruptFrame",
     "CorruptRecordError",
+    "GroupConsumer",
     "GroupkitError",
     "KafkaConnectionError",
     "NoBrokersAvailable",
@@ -82,6 +86,7 @@ __all__ = [
     "Record",
     "RecordMetadata",
     "RequestTimeoutError",
+    "RunSummary",
     "TopicPartition",
     "__version__",
 ]

@@ -1,0 +1,451 @@
+"""Consumer-group benchmark: groupkit against kafka-python and confluent-kafka on one LocalBroker.
+
+Every member runs in a subprocess of its own (this file with ``member`` as first argument), so
+the CPU and memory measured are the member's alone and members of one group join in parallel.
+All clients get the same settings: session 6000 ms, heartbeat 500 ms, range assignor, no
+auto-commit, earliest reset. Rows:
+
+- ``join N``: from "go" to the moment N members hold a non-empty, disjoint assignment that covers
+  every partition of a 32-partition topic (N in 1, 4, 16);
+- ``leave``: from one of 4 members closing (LeaveGroup) to the 3 others covering the topic again;
+- ``kill``: from SIGKILL of one of 3 members to the 2 others covering the topic again (session
+  expiry bounds this one);
+- ``consume``: records/s of one member reading N records of 100 bytes from a 4-partition topic,
+  counted from its first record to its last;
+- ``idle cpu`` / ``idle rss``: one joined member polling an empty topic for D seconds, CPU
+  time over wall time and resident memory at the end, read from /proc.
+
+Setup (topics, producing the records) uses confluent-kafka for speed; it is not measured.
+
+    .venv/bin/python -m bench.group [--clients groupkit,kafka-python,confluent-kafka]
+        [--rows join,leave,kill,consume,idle] [--members 1,4,16] [--records N] [--idle-seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+CLIENTS = ("groupkit", "kafka-python", "confluent-kafka")
+ROWS = ("join", "leave", "kill", "consume", "idle")
+GROUP_PARTITIONS = 32
+CONSUME_PARTITIONS = 4
+SESSION_MS = 6000
+HEARTBEAT_MS = 500
+POLL_S = 0.5
+WAIT_S = 90.0
+VALUE = b"v" * 100
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- the member (runs in a subprocess) -------------------------------------------------------
+
+
+def _emit(**event: object) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+class _Owned:
+    """The member's current partitions, reported to the parent on every change."""
+
+    def __init__(self) -> None:
+        self.partitions: set[int] = set()
+
+    def add(self, partitions: list[int]) -> None:
+        self.partitions |= set(partitions)
+        _emit(owned=sorted(self.partitions), t=time.monotonic())
+
+    def remove(self, partitions: list[int]) -> None:
+        self.partitions -= set(partitions)
+        _emit(owned=sorted(self.partitions), t=time.monotonic())
+
+
+def _groupkit_member(bootstrap: str, group: str, topic: str, owned: _Owned
+                     ) -> tuple[Callable[[], int], Callable[[], None]]:
+    from groupkit.consumer import Consumer, ConsumerRebalanceListener
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_assigned(self, partitions):  # type: ignore[no-untyped-def]
+            owned.add([tp.partition for tp in partitions])
+
+        def on_partitions_revoked(self, partitions):  # type: ignore[no-untyped-def]
+            owned.remove([tp.partition for tp in partitions])
+
+        def on_partitions_lost(self, partitions):  # type: ignore[no-untyped-def]
+            owned.remove([tp.partition for tp in partitions])
+
+    consumer = Consumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                        enable_auto_commit=False, session_timeout_ms=SESSION_MS,
+                        heartbeat_interval_ms=HEARTBEAT_MS, assignors=["range"])
+    consumer.subscribe([topic], listener=Listener())
+    return (lambda: len(consumer.poll(POLL_S))), consumer.close
+
+
+def _kafka_python_member(bootstrap: str, group: str, topic: str, owned: _Owned
+                         ) -> tuple[Callable[[], int], Callable[[], None]]:
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_assigned(self, assigned):  # type: ignore[no-untyped-def]
+            owned.add([tp.partition for tp in assigned])
+
+        def on_partitions_revoked(self, revoked):  # type: ignore[no-untyped-def]
+            owned.remove([tp.partition for tp in revoked])
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
+                             partition_assignment_strategy=[RangePartitionAssignor])
+    consumer.subscribe([topic], listener=Listener())
+
+    def poll() -> int:
+        batches = consumer.poll(timeout_ms=int(POLL_S * 1000))
+        return sum(len(records) for records in batches.values())
+
+    return poll, consumer.close
+
+
+def _confluent_member(bootstrap: str, group: str, topic: str, owned: _Owned
+                      ) -> tuple[Callable[[], int], Callable[[], None]]:
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": HEARTBEAT_MS,
+                         "partition.assignment.strategy": "range"})
+    consumer.subscribe([topic],
+                       on_assign=lambda _c, tps: owned.add([tp.partition for tp in tps]),
+                       on_revoke=lambda _c, tps: owned.remove([tp.partition for tp in tps]),
+                       on_lost=lambda _c, tps: owned.remove([tp.partition for tp in tps]))
+
+    def poll() -> int:
+        messages = consumer.consume(num_messages=500, timeout=POLL_S)
+        return sum(1 for m in messages if m.error() is None)
+
+    return poll, consumer.close
+
+
+MEMBERS = {"groupkit": _groupkit_member, "kafka-python": _kafka_python_member,
+           "confluent-kafka": _confluent_member}
+
+
+def member_main(client: str, bootstrap: str, group: str, topic: str, target: int) -> None:
+    """Wait for "go" on stdin, join, poll until "leave" (or ``target`` records), report."""
+    commands: queue.Queue[str] = queue.Queue()
+
+    def read_stdin() -> None:
+        for line in sys.stdin:
+            commands.put(line.strip())
+        commands.put("leave")
+
+    threading.Thread(target=read_stdin, daemon=True).start()
+    _emit(ready=True)
+    if commands.get() != "go":
+        return
+    owned = _Owned()
+    poll, close = MEMBERS[client](bootstrap, group, topic, owned)
+    count, first = 0, 0.0
+    while commands.empty():
+        got = poll()
+        if got and not count:
+            first = time.monotonic()
+        count += got
+        if target and count >= target:
+            _emit(consumed=count, first=first, last=time.monotonic())
+            break
+    close()
+    _emit(left=True)
+
+
+# --- the parent --------------------------------------------------------------------------------
+
+
+class Member:
+    """One member subprocess and the events it reported."""
+
+    def __init__(self, client: str, bootstrap: str, group: str, topic: str, target: int = 0):
+        # The member runs this same module from the project root, as the parent was started.
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.group", "member", client, bootstrap, group, topic,
+             str(target)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)})
+        self.events: queue.Queue[dict] = queue.Queue()
+        self.owned: set[int] = set()
+        self.changed = 0.0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                self.events.put(json.loads(line))
+        self.events.put({"exited": True})
+
+    def send(self, command: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
+    def next_event(self, deadline: float) -> dict | None:
+        try:
+            event = self.events.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return None
+        if "owned" in event:
+            self.owned = set(event["owned"])
+            self.changed = event["t"]
+        if event.get("exited"):
+            raise RuntimeError(f"member {self.proc.pid} exited with {self.proc.wait()}")
+        return event
+
+    def drain(self) -> None:
+        while True:
+            try:
+                event = self.events.get_nowait()
+            except queue.Empty:
+                return
+            if "owned" in event:
+                self.owned = set(event["owned"])
+                self.changed = event["t"]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.send("leave")
+                self.proc.wait(timeout=20)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _covers(members: list[Member], partitions: int) -> bool:
+    seen: list[int] = []
+    for m in members:
+        if not m.owned:
+            return False
+        seen.extend(m.owned)
+    return sorted(seen) == list(range(partitions))
+
+
+def wait_covered(members: list[Member], partitions: int, since: float) -> float:
+    """Seconds from ``since`` to the last assignment change that made ``members`` cover all."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        for m in members:
+            m.drain()
+        if _covers(members, partitions):
+            return max(m.changed for m in members) - since
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no stable assignment within {WAIT_S}s")
+        members[0].next_event(min(deadline, time.monotonic() + 0.05))
+
+
+def start_members(client: str, n: int, bootstrap: str, group: str, topic: str,
+                  target: int = 0) -> list[Member]:
+    """``n`` member subprocesses, imported and waiting for "go"."""
+    members = [Member(client, bootstrap, group, topic, target) for _ in range(n)]
+    deadline = time.monotonic() + WAIT_S
+    for m in members:
+        while (event := m.next_event(deadline)) is not None and not event.get("ready"):
+            pass
+    return members
+
+
+def go(members: list[Member]) -> float:
+    """Tell every member to join now; returns when that was."""
+    start = time.monotonic()
+    for m in members:
+        m.send("go")
+    return start
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def make_topic(bootstrap: str, name: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[
+        name].result(30)
+
+
+def produce(bootstrap: str, topic: str, n: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
+                         "batch.num.messages": 10000, "queue.buffering.max.messages": 200000})
+    for i in range(n):
+        while True:
+            try:
+                producer.produce(topic, VALUE, partition=i % CONSUME_PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(120) != 0:
+        raise RuntimeError("could not produce the benchmark records")
+
+
+def consume_rate(client: str, bootstrap: str, group: str, topic: str, n: int) -> float:
+    """Records/s of one member reading ``n`` records, from its first record to its last."""
+    (member,) = start_members(client, 1, bootstrap, group, topic, target=n)
+    try:
+        go([member])
+        deadline = time.monotonic() + WAIT_S + n / 2000
+        while (event := member.next_event(deadline)) is not None:
+            if "consumed" in event:
+                return event["consumed"] / (event["last"] - event["first"])
+        raise RuntimeError(f"{client} did not consume {n} records in time")
+    finally:
+        member.stop()
+
+
+def run_client(client: str, bootstrap: str, args: argparse.Namespace, consume_topic: str
+               ) -> dict[str, float]:
+    """Every selected row for one client, each on a topic and group of its own."""
+    results: dict[str, float] = {}
+    tag = f"{client}-{uuid.uuid4().hex[:6]}"
+    sizes = list(args.members) if "join" in args.rows else []
+    if ("leave" in args.rows or "kill" in args.rows) and 4 not in sizes:
+        sizes.append(4)
+    for n in sizes:
+        topic = f"g-{tag}-{n}"
+        make_topic(bootstrap, topic, GROUP_PARTITIONS)
+        members = start_members(client, n, bootstrap, topic, topic)
+        try:
+            joined = wait_covered(members, GROUP_PARTITIONS, go(members))
+            if "join" in args.rows:
+                results[f"join {n}"] = joined
+            if n == 4 and "leave" in args.rows:
+                leaving, members = members[0], members[1:]
+                start = time.monotonic()
+                leaving.stop()
+                results["leave"] = wait_covered(members, GROUP_PARTITIONS, start)
+            if n == 4 and "kill" in args.rows:
+                victim, members = members[0], members[1:]
+                start = time.monotonic()
+                victim.proc.send_signal(signal.SIGKILL)
+                victim.proc.wait()
+                results["kill"] = wait_covered(members, GROUP_PARTITIONS, start)
+        finally:
+            for m in members:
+                m.stop()
+    if "consume" in args.rows:
+        results["consume"] = consume_rate(client, bootstrap, f"c-{tag}", consume_topic,
+                                          args.records)
+    if "idle" in args.rows:
+        topic = f"i-{tag}"
+        make_topic(bootstrap, topic, 1)
+        members = start_members(client, 1, bootstrap, topic, topic)
+        try:
+            wait_covered(members, 1, go(members))
+            pid = members[0].proc.pid
+            before, start = cpu_seconds(pid), time.monotonic()
+            time.sleep(args.idle_seconds)
+            results["idle cpu"] = 100 * (cpu_seconds(pid) - before) / (time.monotonic() - start)
+            results["idle rss"] = rss_mib(pid)
+        finally:
+            members[0].stop()
+    return results
+
+
+# Per row: unit, and whether a higher figure is better (for the ratio's direction).
+UNITS = {"join": ("s", False), "leave": ("s", False), "kill": ("s", False),
+         "consume": ("rec/s", True), "idle cpu": ("%", False), "idle rss": ("MiB", False)}
+
+
+def table(results: dict[str, dict[str, float]]) -> str:
+    """Rows of figures per client, and each peer's figure as a ratio to groupkit's."""
+    clients = list(results)
+    peers = [c for c in clients if c != "groupkit"] if "groupkit" in clients else []
+    order = ["join 1", "join 4", "join 16", "leave", "kill", "consume", "idle cpu", "idle rss"]
+    names = sorted(dict.fromkeys(row for r in results.values() for row in r),
+                   key=lambda n: (order.index(n) if n in order else len(order), n))
+    head = ["row", "unit", *clients, *(f"groupkit vs {p}" for p in peers)]
+    lines = [head]
+    for name in names:
+        unit, higher_better = UNITS[name.split(" ")[0] if name.startswith("join") else name]
+        cells = [name, unit]
+        for c in clients:
+            value = results[c].get(name)
+            cells.append("-" if value is None else f"{value:,.0f}" if value >= 1000
+                         else f"{value:.2f}")
+        for p in peers:
+            ours, theirs = results["groupkit"].get(name), results[p].get(name)
+            if not ours or not theirs:
+                cells.append("-")
+            else:
+                cells.append(f"{(ours / theirs if higher_better else theirs / ours):.2f}x")
+        lines.append(cells)
+    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
+    text = ["  ".join(cell.rjust(w) if i > 1 else cell.ljust(w)
+                      for i, (cell, w) in enumerate(zip(row, widths, strict=True))) for row in lines]
+    text.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(text)
+
+
+def _csv(choices: tuple[str, ...]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        bad = [t for t in items if t not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(f"unknown {bad}; choose from {', '.join(choices)}")
+        return items
+    return parse
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=_csv(CLIENTS), default=list(CLIENTS))
+    parser.add_argument("--rows", type=_csv(ROWS), default=list(ROWS))
+    parser.add_argument("--members", type=lambda t: [int(x) for x in t.split(",")],
+                        default=[1, 4, 16])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--idle-seconds", type=float, default=30.0)
+    args = parser.parse_args(argv)
+
+    from groupkit.testing import LocalBroker
+
+    with LocalBroker() as broker:
+        bootstrap = broker.bootstrap_servers
+        consume_topic = f"consume-{uuid.uuid4().hex[:6]}"
+        if "consume" in args.rows:
+            make_topic(bootstrap, consume_topic, CONSUME_PARTITIONS)
+            produce(bootstrap, consume_topic, args.records)
+        results = {c: run_client(c, bootstrap, args, consume_topic) for c in args.clients}
+    print(f"groupkit bench/group.py: members={args.members} records={args.records:,}"
+          f" idle={args.idle_seconds:g}s session={SESSION_MS}ms heartbeat={HEARTBEAT_MS}ms")
+    print("ratios: the peer's time/CPU/RSS over groupkit's, or groupkit's rate over the peer's;"
+          " above 1x favours groupkit")
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "member":
+        client, bootstrap, group, topic, target = sys.argv[2:7]
+        member_main(client, bootstrap, group, topic, int(target))
+    else:
+        sys.exit(main())

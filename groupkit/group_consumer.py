@@ -1,0 +1,281 @@
+"""GroupConsumer: subclass it, name the topics and the group, write ``process``, call ``run()``.
+
+Delivery is at-least-once: a record's offset is committed only after ``process`` (or
+``process_batch``) returned for it. The underlying :class:`~groupkit.consumer.Consumer` runs with
+``enable_auto_commit=False``; this class tracks the next offset per partition and commits it every
+``auto_commit_interval_ms``, when partitions are revoked (after ``on_revoked``) and on stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import logging
+import signal
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar
+
+import attrs
+
+from assignors import TopicPartition
+from groupkit.config import ConsumerConfig
+from groupkit.consumer import Consumer, ConsumerRebalanceListener, ConsumerRecord
+from groupkit.errors import ConfigError, GroupkitError, IllegalStateError
+from groupkit.hooks import Hook
+
+__all__ = ["ERROR_POLICIES", "GroupConsumer", "RunSummary"]
+
+log = logging.getLogger(__name__)
+
+ERROR_POLICIES = ("stop", "skip")
+_OWN_SETTINGS = ("topics", "on_error", "hooks")
+_CONSUMER_SETTINGS = tuple(a.name for a in attrs.fields(ConsumerConfig))
+# How long one poll may block: the bound on how late the loop notices stop().
+_POLL_TIMEOUT_S = 0.2
+
+
+@attrs.frozen
+class RunSummary:
+    """What one ``run()`` did: records processed and skipped, commits made, rebalances seen."""
+
+    records_processed: int
+    records_skipped: int
+    commits: int
+    rebalances: int
+
+
+class GroupConsumer:
+    """Base class of a group worker; see the module docstring for the delivery guarantee.
+
+    Configure with class attributes (``topics``, ``group_id``, ``on_error`` and any
+    :class:`~groupkit.config.ConsumerConfig` name such as ``session_timeout_ms``); constructor
+    keyword arguments override them; ``hooks`` go to the Consumer (runtime events for metrics).
+
+    ``on_error`` chooses what an exception from ``process`` does: ``"stop"`` commits what was
+    processed before it, leaves the group and re-raises it from ``run()``; ``"skip"`` logs it
+    with the record's topic, partition and offset and goes on, and the skipped record's offset
+    IS committed (it will not be delivered again). With ``process_batch`` the unit is the batch.
+    """
+
+    topics: ClassVar[Sequence[str]] = ()
+    group_id: ClassVar[str | None] = None
+    on_error: ClassVar[str] = "stop"
+    hooks: ClassVar[Sequence[Hook]] = ()
+
+    def __init__(self, **settings: Any) -> None:
+        cls = type(self)
+        merged = {name: getattr(cls, name) for name in _CONSUMER_SETTINGS if hasattr(cls, name)}
+        merged.update({name: getattr(cls, name) for name in _OWN_SETTINGS})
+        for name in settings:
+            if name not in _CONSUMER_SETTINGS and name not in _OWN_SETTINGS:
+                close = difflib.get_close_matches(name, _CONSUMER_SETTINGS + _OWN_SETTINGS, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"unknown setting {name!r} for {cls.__name__}{hint}")
+        merged.update(settings)
+        self._topics = _check_topics(merged.pop("topics"))
+        self._on_error = merged.pop("on_error")
+        self._hooks = list(merged.pop("hooks"))
+        if self._on_error not in ERROR_POLICIES:
+            raise ConfigError(f"on_error must be 'stop' or 'skip', not {self._on_error!r}")
+        if "enable_auto_commit" in merged:
+            raise ConfigError(
+                "a GroupConsumer commits by itself after process() returns; remove"
+                " enable_auto_commit and tune auto_commit_interval_ms instead")
+        if merged.get("group_id") is None:
+            raise ConfigError(f"{cls.__name__} needs a group_id (class attribute or keyword)")
+        self._batch = _overrides(cls, "process_batch")
+        if self._batch == _overrides(cls, "process"):
+            raise ConfigError(
+                f"{cls.__name__} must define exactly one of process(record) or"
+                " process_batch(records)")
+        self._settings = {**merged, "enable_auto_commit": False}
+        self.config = ConsumerConfig.from_kwargs(self._settings)
+        self._commit_interval = self.config.auto_commit_interval_ms / 1000
+        self._next_commit = 0.0
+        self._stop_requested = False
+        self._started = False
+        self._next_offsets: dict[TopicPartition, int] = {}
+        self._committed: dict[TopicPartition, int] = {}
+        self._processed = 0
+        self._skipped = 0
+        self._commits = 0
+        self._rebalances = 0
+
+    # --- what subclasses write -------------------------------------------------------------
+
+    def process(self, record: ConsumerRecord) -> None:
+        """Handle one record; its offset is committed after this returns."""
+        raise NotImplementedError
+
+    def process_batch(self, records: list[ConsumerRecord]) -> None:
+        """Handle the records of one poll at once (define this instead of ``process``)."""
+        raise NotImplementedError
+
+    def on_assigned(self, partitions: set[TopicPartition]) -> None:
+        """Called on the run() thread when partitions are newly assigned to this member."""
+
+    def on_revoked(self, partitions: set[TopicPartition]) -> None:
+        """Called before partitions go to another member; their offsets are committed after it."""
+
+    def on_lost(self, partitions: set[TopicPartition]) -> None:
+        """Called when partitions were taken away without a clean hand-over (nothing committed)."""
+
+    # --- running -----------------------------------------------------------------------------
+
+    @property
+    def topic_names(self) -> tuple[str, ...]:
+        """The topics this worker subscribes to, after constructor overrides."""
+        return self._topics
+
+    @property
+    def summary(self) -> RunSummary:
+        """The counts so far (also after ``run()`` raised)."""
+        return RunSummary(self._processed, self._skipped, self._commits, self._rebalances)
+
+    def stop(self) -> None:
+        """Ask ``run()`` to commit, leave the group and return; safe from any thread or signal."""
+        self._stop_requested = True
+
+    def run(self) -> RunSummary:
+        """Consume until ``stop()``, SIGTERM or SIGINT, then commit, leave and return a summary."""
+        if self._started:
+            raise IllegalStateError("run() can be called once per GroupConsumer; make a new one")
+        self._started = True
+        with self._signals_call_stop():
+            consumer = Consumer(hooks=self._hooks, **self._settings)
+            try:
+                consumer.subscribe(list(self._topics), listener=_Listener(self, consumer))
+                self._loop(consumer)
+            finally:
+                # close() revokes what is held: on_revoked runs, then _Listener commits.
+                consumer.close()
+        return self.summary
+
+    def _loop(self, consumer: Consumer) -> None:
+        self._next_commit = time.monotonic() + self._commit_interval
+        while not self._stop_requested:
+            records = consumer.poll(_POLL_TIMEOUT_S)
+            if records:
+                self._handle(consumer, records)
+            self._commit_if_due(consumer)
+
+    def _handle(self, consumer: Consumer, records: list[ConsumerRecord]) -> None:
+        if self._batch:
+            try:
+                self.process_batch(records)
+            except Exception as exc:
+                self._failed(records, exc)
+            else:
+                self._processed += len(records)
+            self._advance(records)
+            return
+        for record in records:
+            if self._stop_requested:
+                return
+            try:
+                self.process(record)
+            except Exception as exc:
+                self._failed([record], exc)
+            else:
+                self._processed += 1
+            self._advance([record])
+            # Also inside a long batch, so slow processing never widens the uncommitted window
+            # beyond one interval.
+            self._commit_if_due(consumer)
+
+    def _commit_if_due(self, consumer: Consumer) -> None:
+        if time.monotonic() >= self._next_commit:
+            self._commit(consumer, self._next_offsets)
+            self._next_commit = time.monotonic() + self._commit_interval
+
+    def _failed(self, records: list[ConsumerRecord], exc: Exception) -> None:
+        if self._on_error == "stop":
+            raise exc
+        self._skipped += len(records)
+        spans: dict[tuple[str, int], list[int]] = {}
+        for r in records:
+            spans.setdefault((r.topic, r.partition), []).append(r.offset)
+        where = ", ".join(f"{t}[{p}]@{o[0]}" + (f"-{o[-1]}" if len(o) > 1 else "")
+                          for (t, p), o in spans.items())
+        log.error("%s skipped %s after %r; the offsets are committed, so these records will not"
+                  " be delivered again", type(self).__name__, where, exc, exc_info=exc)
+
+    def _advance(self, records: list[ConsumerRecord]) -> None:
+        for record in records:
+            self._next_offsets[TopicPartition(record.topic, record.partition)] = record.offset + 1
+
+    def _commit(self, consumer: Consumer, offsets: Mapping[TopicPartition, int]) -> None:
+        due = {tp: o for tp, o in offsets.items() if self._committed.get(tp) != o}
+        if not due:
+            return
+        try:
+            consumer.commit(due)
+        except GroupkitError as exc:
+            log.warning("%s could not commit %d partition(s) (%s); the records processed since"
+                        " the last commit will be delivered again", type(self).__name__,
+                        len(due), exc)
+            return
+        self._committed.update(due)
+        self._commits += 1
+
+    def _forget(self, partitions: set[TopicPartition]) -> None:
+        for tp in partitions:
+            self._next_offsets.pop(tp, None)
+            self._committed.pop(tp, None)
+
+    @contextlib.contextmanager
+    def _signals_call_stop(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self._on_signal)
+                    for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.stop()
+
+
+class _Listener(ConsumerRebalanceListener):
+    """Forwards the Consumer's rebalance callbacks to the worker and commits on revocation."""
+
+    def __init__(self, worker: GroupConsumer, consumer: Consumer) -> None:
+        self._worker = worker
+        self._consumer = consumer
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        self._worker._rebalances += 1
+        self._worker.on_assigned(set(partitions))
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        if not partitions:
+            return
+        worker = self._worker
+        worker.on_revoked(set(partitions))
+        pending = {tp: o for tp, o in worker._next_offsets.items() if tp in partitions}
+        worker._commit(self._consumer, pending)
+        worker._forget(partitions)
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        if not partitions:
+            return
+        self._worker.on_lost(set(partitions))
+        self._worker._forget(partitions)
+
+
+def _overrides(cls: type, name: str) -> bool:
+    return getattr(cls, name) is not getattr(GroupConsumer, name)
+
+
+def _check_topics(topics: Any) -> tuple[str, ...]:
+    if not isinstance(topics, (list, tuple)) or not all(isinstance(t, str) and t for t in topics):
+        raise ConfigError(f"topics must be a list of topic names such as ['orders'], not {topics!r}")
+    if not topics:
+        raise ConfigError("topics is empty: name at least one topic, e.g. topics = ['orders']")
+    return tuple(topics)
