@@ -11,7 +11,7 @@ import collections
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from assignors import TopicPartition
 from groupkit.admin_values import (
@@ -37,9 +37,9 @@ from groupkit.protocol.messages.create_topics import (
     CreateTopicsRequestConfig,
     CreateTopicsRequestTopic,
 )
-from groupkit.protocol.messages.delete_groups import DeleteGroupsRequest
+from groupkit.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from groupkit.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsRequestTopic
-from groupkit.protocol.messages.describe_groups import DescribeGroupsRequest
+from groupkit.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from groupkit.protocol.messages.list_groups import ListGroupsRequest
 from groupkit.protocol.messages.list_offsets import (
     EARLIEST_TIMESTAMP,
@@ -53,6 +53,7 @@ from groupkit.protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
+    OffsetFetchResponse,
 )
 from groupkit.protocol.schema import Request, Response
 from groupkit.runtime.cluster import COORDINATOR, Cluster
@@ -70,8 +71,9 @@ _UNKNOWN_TOPIC = 3
 _LEADER_NOT_AVAILABLE = 5
 _SPECS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
 
+_Answer = TypeVar("_Answer", bound=Response)
 #: (error code, the group's part of a response) per group id.
-Split = Callable[[Response, list[str]], dict[str, tuple[int, Any]]]
+Split = Callable[[_Answer, list[str]], dict[str, tuple[int, Any]]]
 
 
 class Admin:
@@ -178,7 +180,8 @@ class Admin:
 
     def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
         """Describe groups; consumer-protocol members get their topics and partitions decoded."""
-        def split(response: Response, groups: list[str]) -> dict[str, tuple[int, Any]]:
+        def split(response: DescribeGroupsResponse, groups: list[str]
+                  ) -> dict[str, tuple[int, Any]]:
             return {g.group_id: (g.error_code, g) for g in response.groups}
 
         answers = self._by_coordinator(
@@ -194,7 +197,8 @@ class Admin:
 
     def delete_groups(self, group_ids: Iterable[str]) -> None:
         """Delete empty groups and their committed offsets."""
-        def split(response: Response, groups: list[str]) -> dict[str, tuple[int, Any]]:
+        def split(response: DeleteGroupsResponse, groups: list[str]
+                  ) -> dict[str, tuple[int, Any]]:
             return {r.group_id: (r.error_code, None) for r in response.results}
 
         answers = self._by_coordinator(
@@ -220,7 +224,8 @@ class Admin:
                 return OffsetFetchRequest(groups=[OffsetFetchRequestGroup(
                     group_id=group_id, topics=topics)])
 
-            def split(response: Response, groups: list[str]) -> dict[str, tuple[int, Any]]:
+            def split(response: OffsetFetchResponse, groups: list[str]
+                      ) -> dict[str, tuple[int, Any]]:
                 return {g.group_id: (g.error_code, g.topics) for g in response.groups}
         else:
             def build(groups: list[str]) -> Request:
@@ -229,7 +234,8 @@ class Admin:
                     for t, p in wanted.items()]
                 return OffsetFetchRequest(group_id=group_id, topics=topics)
 
-            def split(response: Response, groups: list[str]) -> dict[str, tuple[int, Any]]:
+            def split(response: OffsetFetchResponse, groups: list[str]
+                      ) -> dict[str, tuple[int, Any]]:
                 return {group_id: (response.error_code, response.topics)}
 
         code, topics = self._by_coordinator([group_id], build, split, version)[group_id]
@@ -244,7 +250,7 @@ class Admin:
         return offsets
 
     def _by_coordinator(self, group_ids: Iterable[str], build: Callable[[list[str]], Request],
-                        split: Split, version: int | None = None
+                        split: Split[_Answer], version: int | None = None
                         ) -> dict[str, tuple[int, Any]]:
         """Send ``build(groups)`` to each coordinator for its groups, retrying groups whose
         coordinator moved or is loading; returns each group's (error code, answer part)."""

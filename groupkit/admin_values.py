@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import TypeVar
 
 import attrs
 
@@ -69,8 +70,10 @@ class MemberDescription:
                    member.member_assignment)
 
 
-def _decode_or_none(kind: type[Subscription] | type[Assignment],
-                    data: bytes) -> Subscription | Assignment | None:
+_Embedded = TypeVar("_Embedded", Subscription, Assignment)
+
+
+def _decode_or_none(kind: type[_Embedded], data: bytes) -> _Embedded | None:
     if not data:
         return None
     try:

@@ -36,7 +36,7 @@ from groupkit.protocol.messages.produce import (
     ProduceRequestTopic,
     ProduceResponse,
 )
-from groupkit.runtime.batches import Batch, RecordFuture, RecordMetadata
+from groupkit.runtime.batches import Batch, RecordMetadata
 from groupkit.runtime.cluster import Cluster
 
 __all__ = ["Producer", "RecordMetadata"]
@@ -90,7 +90,7 @@ class Producer:
         self._incomplete: set[Batch] = set()
         self._in_flight: dict[int, int] = collections.defaultdict(int)
         self._partitions: dict[str, tuple[int, list[int]]] = {}
-        self._outcomes: list[tuple[Batch, tuple[int, int] | None, BaseException | None]] = []
+        self._outcomes: list[tuple[Batch, tuple[int, int] | BaseException]] = []
         self._buffered = 0
         self._flushing = 0
         self._closing = False
@@ -150,13 +150,11 @@ class Producer:
             batch = self._open.get(tp)
             if batch is None or batch.size + size > self.config.batch_size:
                 batch = self._new_batch(tp, batch)
-            index = len(batch.records)
-            batch.records.append((key, value, headers, timestamp_ms))
-            batch.size += size
+            future = batch.append((key, value, headers, timestamp_ms), size)
             self._buffered += size
             if batch.size >= self.config.batch_size:
                 self._seal(tp, batch)
-        return RecordFuture(batch, index)
+        return future
 
     def _new_batch(self, tp: tuple[str, int], full: Batch | None) -> Batch:
         if full is not None:
@@ -275,7 +273,7 @@ class Producer:
             self._ready.clear()
         for batch in left:
             if not batch.future.done():
-                batch.future.set_exception(IllegalStateError(
+                batch.fail(IllegalStateError(
                     "the producer was closed before this record was delivered"))
 
     def __enter__(self) -> Producer:
@@ -342,7 +340,7 @@ class Producer:
         while self._ready:
             batch = self._ready.popleft()
             if now >= batch.deadline:
-                self._finish(batch, error=RequestTimeoutError(
+                self._finish(batch, RequestTimeoutError(
                     f"{batch.topic}-{batch.partition}: {len(batch.records)} records were not "
                     f"delivered within delivery_timeout_ms={self.config.delivery_timeout_ms}"))
                 continue
@@ -413,7 +411,7 @@ class Producer:
                     self._retry_or_fail(batch, exc)
                     continue
                 if response is None:
-                    self._finish(batch, result=(-1, -1))
+                    self._finish(batch, (-1, -1))
                     continue
                 answer = answers.get((batch.topic, batch.partition))
                 if answer is None:
@@ -425,7 +423,7 @@ class Producer:
                     self._cluster.observe(error)
                     self._retry_or_fail(batch, error)
                 else:
-                    self._finish(batch, result=(answer.base_offset, answer.log_append_time_ms))
+                    self._finish(batch, (answer.base_offset, answer.log_append_time_ms))
             self._wake.notify()
         self._complete()
 
@@ -440,11 +438,11 @@ class Producer:
             self._ready.appendleft(batch)
             self._cluster.request_refresh()
             return
-        self._finish(batch, error=error)
+        self._finish(batch, error)
 
-    def _finish(self, batch: Batch, result: tuple[int, int] | None = None,
-                error: BaseException | None = None) -> None:
-        """Free a batch's buffer space and queue its outcome (the lock is held).
+    def _finish(self, batch: Batch, outcome: tuple[int, int] | BaseException) -> None:
+        """Free a batch's buffer space and queue its outcome: (base offset, log-append time)
+        or the error that lost it (the lock is held).
 
         Futures are completed by ``_complete`` after the lock is released, so callbacks may
         call ``send()``.
@@ -453,13 +451,13 @@ class Producer:
         self._buffered -= batch.size
         batch.encoded = None
         self._space.notify_all()
-        self._outcomes.append((batch, result, error))
+        self._outcomes.append((batch, outcome))
 
     def _complete(self) -> None:
         with self._lock:
             outcomes, self._outcomes = self._outcomes, []
-        for batch, result, error in outcomes:
-            if error is not None:
-                batch.future.set_exception(error)
+        for batch, outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                batch.fail(outcome)
             else:
-                batch.future.set_result(result)  # type: ignore[arg-type]
+                batch.complete(outcome)

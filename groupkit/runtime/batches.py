@@ -1,16 +1,14 @@
-"""A producer's record batches and the per-record futures that read their outcome.
+"""A producer's record batches and the per-record futures that carry their outcome.
 
-One ``concurrent.futures.Future`` per batch carries the broker's answer (base offset and
-log-append time). Each ``send()`` returns a :class:`RecordFuture`: a real ``Future`` subclass
-that holds no lock or state of its own but reads the batch's, so making one is a few attribute
-stores and finishing a batch of thousands of records is one ``set_result``. It works with
-``result()``, ``exception()``, ``done()``, ``add_done_callback``, ``concurrent.futures.wait``
-and ``as_completed``, which read the standard ``_state``/``_condition``/``_waiters`` fields.
+Each ``send()`` returns a :class:`RecordFuture`, a ``concurrent.futures.Future`` that callers
+may wait on (``result()``, callbacks, ``concurrent.futures.wait``, ``asyncio.wrap_future``) but
+not cancel or complete. The batch completes its records' futures, then its own ``future``
+(which ``flush()`` waits on); so once a batch's future is done, so are all of its records'.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
 from concurrent.futures import Future
 from typing import Any, NamedTuple
 
@@ -29,6 +27,45 @@ class RecordMetadata(NamedTuple):
     timestamp: int
 
 
+class RecordFuture(Future[RecordMetadata]):
+    """The outcome of one ``Producer.send``: a ``RecordMetadata`` or the batch's error.
+
+    A ``Future``'s state (a condition, a lock, a list) made for every record, and kept alive
+    with thousands of others until its batch is answered, costs several times the rest of
+    ``send()``, mostly in the garbage collector. So a record future starts as just its batch
+    and index, and the first use of any other attribute runs ``Future.__init__`` and hands it
+    to the batch, which completes it (at once if the batch is already done). Records cannot be
+    taken back once sent, and only the producer completes them.
+    """
+
+    _record_ready = False
+
+    def __init__(self, batch: Batch, index: int) -> None:
+        # No super().__init__(): the Future's state is made on first use, in __getattr__.
+        self._record_batch = batch
+        self._record_index = index
+
+    def __getattr__(self, name: str) -> Any:
+        """Called only for attributes not there yet: make the Future's state, then look again."""
+        if name.startswith("__") or name in ("_record_batch", "_record_index"):
+            raise AttributeError(name)
+        self._record_batch.attach(self)
+        return object.__getattribute__(self, name)
+
+    def cancel(self) -> bool:
+        """Records cannot be taken back once sent; always False."""
+        return False
+
+    def set_running_or_notify_cancel(self) -> bool:
+        raise IllegalStateError("a record future is completed by the producer, not by callers")
+
+    def set_result(self, result: RecordMetadata) -> None:
+        raise IllegalStateError("a record future is completed by the producer, not by callers")
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        raise IllegalStateError("a record future is completed by the producer, not by callers")
+
+
 @attrs.define(eq=False)
 class Batch:
     """Records for one partition, sent together in one Produce request."""
@@ -43,6 +80,16 @@ class Batch:
     attempts: int = 0
     retry_at: float = 0.0
     encoded: bytes | None = None
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _outcome: tuple[int, int] | BaseException | None = attrs.field(init=False, default=None)
+    # Record futures in use (see RecordFuture) that wait for the outcome.
+    _waiting: list[RecordFuture] = attrs.field(init=False, factory=list)
+
+    def append(self, row: tuple[Any, ...], size: int) -> RecordFuture:
+        """Add one record (key, value, headers, timestamp) of ``size`` bytes; its future."""
+        self.records.append(row)
+        self.size += size
+        return RecordFuture(self, len(self.records) - 1)
 
     def encode(self, compression: str | None) -> bytes:
         """The v2 record batch of these records (encoded once, kept for retries)."""
@@ -50,92 +97,46 @@ class Batch:
             self.encoded = encode_rows(self.records, compression=compression)
         return self.encoded
 
-
-class _Relay:
-    """Forwards a ``wait()``/``as_completed`` waiter's notices from a batch to a record future."""
-
-    __slots__ = ("record", "waiter")
-
-    def __init__(self, waiter: Any, record: RecordFuture) -> None:
-        self.waiter = waiter
-        self.record = record
-
-    def add_result(self, _: Future[Any]) -> None:
-        self.waiter.add_result(self.record)
-
-    def add_exception(self, _: Future[Any]) -> None:
-        self.waiter.add_exception(self.record)
-
-    def add_cancelled(self, _: Future[Any]) -> None:
-        self.waiter.add_cancelled(self.record)
-
-
-class _Waiters:
-    """The ``_waiters`` list a record future shows: installs relays on its batch's future."""
-
-    __slots__ = ("record",)
-
-    def __init__(self, record: RecordFuture) -> None:
-        self.record = record
-
-    def append(self, waiter: Any) -> None:
-        self.record._batch.future._waiters.append(_Relay(waiter, self.record))
-
-    def remove(self, waiter: Any) -> None:
-        waiters = self.record._batch.future._waiters
-        for relay in waiters:
-            if isinstance(relay, _Relay) and relay.waiter is waiter \
-                    and relay.record is self.record:
-                waiters.remove(relay)
+    def attach(self, record: RecordFuture) -> None:
+        """Give a record future its Future state on first use, completed if the batch is."""
+        with self._lock:
+            if record._record_ready:
                 return
+            Future.__init__(record)
+            if self._outcome is None:
+                self._waiting.append(record)
+            else:
+                self._settle(record, self._outcome)
+            record._record_ready = True
 
+    def complete(self, result: tuple[int, int]) -> None:
+        """Finish every record with the broker's (base offset, log-append time).
 
-class RecordFuture(Future):  # type: ignore[type-arg]
-    """The outcome of one ``Producer.send``: a ``RecordMetadata`` or the batch's error."""
+        -1 for either means unknown: acks=0 has no offsets, and without log-append time each
+        record keeps the timestamp it was sent with.
+        """
+        self._finish(result)
+        self.future.set_result(result)
 
-    def __init__(self, batch: Batch, index: int) -> None:  # no super(): the batch holds state
-        self._batch = batch
-        self._index = index
+    def fail(self, error: BaseException) -> None:
+        """Fail every record of the batch with ``error``."""
+        self._finish(error)
+        self.future.set_exception(error)
 
-    @property
-    def _condition(self) -> Any:
-        return self._batch.future._condition
+    def _finish(self, outcome: tuple[int, int] | BaseException) -> None:
+        with self._lock:
+            self._outcome = outcome
+            waiting, self._waiting = self._waiting, []
+        # Outside the lock: done callbacks may use the batch's other record futures.
+        for record in waiting:
+            self._settle(record, outcome)
 
-    @property
-    def _state(self) -> str:
-        return self._batch.future._state  # type: ignore[attr-defined,no-any-return]
-
-    @property
-    def _exception(self) -> BaseException | None:
-        return self._batch.future._exception  # type: ignore[attr-defined,no-any-return]
-
-    @property
-    def _waiters(self) -> _Waiters:
-        return _Waiters(self)
-
-    @property
-    def _result(self) -> RecordMetadata | None:
-        outcome = self._batch.future._result  # type: ignore[attr-defined]
-        if outcome is None:
-            return None
+    def _settle(self, record: RecordFuture, outcome: tuple[int, int] | BaseException) -> None:
+        if isinstance(outcome, BaseException):
+            Future.set_exception(record, outcome)
+            return
         base_offset, log_append_time = outcome
-        batch = self._batch
-        offset = base_offset + self._index if base_offset >= 0 else -1
-        timestamp = log_append_time if log_append_time >= 0 else batch.records[self._index][3]
-        return RecordMetadata(batch.topic, batch.partition, offset, timestamp)
-
-    def add_done_callback(self, fn: Callable[[Future[Any]], object]) -> None:
-        self._batch.future.add_done_callback(lambda _: fn(self))
-
-    def cancel(self) -> bool:
-        """Records cannot be taken back once sent; always False."""
-        return False
-
-    def set_running_or_notify_cancel(self) -> bool:
-        raise IllegalStateError("a record future is completed by the producer, not by callers")
-
-    def set_result(self, result: Any) -> None:
-        raise IllegalStateError("a record future is completed by the producer, not by callers")
-
-    def set_exception(self, exception: BaseException | None) -> None:
-        raise IllegalStateError("a record future is completed by the producer, not by callers")
+        index = record._record_index
+        Future.set_result(record, RecordMetadata(
+            self.topic, self.partition, base_offset + index if base_offset >= 0 else -1,
+            log_append_time if log_append_time >= 0 else self.records[index][3]))

@@ -52,6 +52,8 @@ from groupkit.protocol.messages.offset_fetch import (
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
 )
 from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.group_runner import GroupRunner
@@ -138,6 +140,7 @@ class OffsetStore:
                         for t, p in topics.items()])
         response: OffsetFetchResponse = _wait(
             self.cluster.send(node, request, _COMMIT_PURPOSE, version), deadline)
+        entries: list[tuple[str, OffsetFetchResponsePartition | OffsetFetchResponsePartitions]]
         if version >= 8:
             group = next((g for g in response.groups if g.group_id == self.group_id), None)
             if group is None:
