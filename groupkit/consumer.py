@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
@@ -40,6 +41,7 @@ from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.fetcher import ConsumerRecord, Fetcher
 from groupkit.runtime.group_runner import GroupRunner
+from groupkit.runtime.metadata import ClusterMetadata
 from groupkit.runtime.offsets import CommitCallback, OffsetStore
 
 __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
@@ -97,6 +99,8 @@ class Consumer:
         self._manual = False
         self._closed = False
         self._fatal: GroupkitError | None = None
+        self._view_lock = threading.Lock()
+        self._view: Future[ClusterMetadata] | None = None
         self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000
 
     # --- membership ----------------------------------------------------------------------------
@@ -139,7 +143,7 @@ class Consumer:
         protocol.membership = lambda: (machine.owned, machine.generation_id)
         self._protocol = protocol
         self._runner = GroupRunner(machine, self._any_broker, self._coordinator_connection,
-                                   self.hooks, wakeup=self._wake)
+                                   self.hooks, wakeup=self._wake, joining=self._joining)
         self._offsets.runner = self._runner
         self._runner.start()
 
@@ -421,9 +425,39 @@ class Consumer:
     def _timeout(self, timeout: float | None) -> float:
         return self.config.default_api_timeout_ms / 1000 if timeout is None else timeout
 
+    def _joining(self) -> None:
+        """A JoinGroup went out: fetch metadata now, while the coordinator holds the join.
+
+        If this member is elected leader, its assignor then finds the metadata fresh without a
+        round trip of its own, and every member waits for the leader's SyncGroup.
+        """
+        with self._view_lock:
+            if self._view is not None and not self._view.done():
+                return
+            future: Future[ClusterMetadata] = Future()
+            self._view = future
+        threading.Thread(target=self._fetch_view, args=(future,), daemon=True,
+                         name="groupkit-metadata").start()
+
+    def _fetch_view(self, future: Future[ClusterMetadata]) -> None:
+        try:
+            future.set_result(self._cluster.refresh())
+        except Exception as exc:
+            future.set_exception(exc)
+
     def _cluster_view(self, topics: frozenset[str]) -> ClusterView:
-        """Partition counts and replica racks for the leader's assignor (fresh metadata)."""
-        metadata = self._cluster.refresh(topics)
+        """Partition counts and replica racks for the leader's assignor, from metadata fetched
+        since this rebalance's JoinGroup went out (or now)."""
+        with self._view_lock:
+            future, self._view = self._view, None
+        metadata: ClusterMetadata | None = None
+        if future is not None:
+            try:
+                metadata = future.result(self.config.request_timeout_ms / 1000)
+            except Exception as exc:
+                log.info("metadata fetched at the join failed (%s); fetching it again", exc)
+        if metadata is None or any(metadata.topic(t) is None for t in topics):
+            metadata = self._cluster.refresh(topics)
         counts: dict[str, int] = {}
         racks: dict[TopicPartition, list[str]] = {}
         for topic in topics:

@@ -114,6 +114,32 @@ _set_value = Record.__dict__["value"].__set__
 _set_headers = Record.__dict__["headers"].__set__
 _set_ts_type = Record.__dict__["timestamp_type"].__set__
 
+#: The class to build and the (setter, value) pairs of its fields beyond Record's.
+_Make = tuple[type[Record], tuple[tuple[Any, Any], ...]]
+_PLAIN: _Make = (Record, ())
+_SOURCE_FIELDS = {"topic", "partition"}
+
+
+def _make(record_type: type[Record], topic: str | None, partition: int | None) -> _Make:
+    """How to build records of ``record_type``: Record, or a subclass that adds exactly the
+    fields ``topic`` and ``partition`` (set from the arguments of the same name)."""
+    if record_type is Record:
+        return _PLAIN
+    if not (isinstance(record_type, type) and issubclass(record_type, Record)):
+        raise ConfigError(f"record_type must be Record or an attrs subclass of it, not "
+                          f"{record_type!r}")
+    extra = {a.name for a in attrs.fields(record_type)} - {a.name for a in attrs.fields(Record)}
+    if extra != _SOURCE_FIELDS or "__slots__" not in record_type.__dict__:
+        raise ConfigError(f"record_type {record_type.__name__} must be slotted and add exactly"
+                          f" the fields 'topic' and 'partition' to Record, not {sorted(extra)}")
+    return record_type, ((_slot(record_type, "topic").__set__, topic),
+                         (_slot(record_type, "partition").__set__, partition))
+
+
+def _slot(cls: type, name: str) -> Any:
+    """The slot descriptor of field ``name`` from the class in ``cls``'s MRO that defines it."""
+    return next(vars(c)[name] for c in cls.__mro__ if name in vars(c))
+
 
 def _corrupt(what: str, topic: str | None, partition: int | None,
              offset: int | None) -> CorruptRecordError:
@@ -142,13 +168,17 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
-                  ts_type: int, out: list[Record]) -> int:
+                  ts_type: int, out: list[Record], make: _Make) -> int:
     """Decode ``count`` v2 records from ``buf[pos:end]`` into ``out``; returns the end position.
 
     Timestamps are ``base_ts`` plus each record's delta. Raises IndexError or ValueError on
     malformed input; the caller turns them into CorruptRecordError with the batch's coordinates.
     """
-    new, record_cls, push = _new, Record, out.append
+    new, push = _new, out.append
+    record_cls, extra = make
+    sourced = bool(extra)
+    if sourced:
+        (s_topic, topic), (s_partition, partition) = extra
     s_off, s_ts, s_key, s_val, s_hdr, s_tt = (
         _set_offset, _set_timestamp, _set_key, _set_value, _set_headers, _set_ts_type)
     uvarint, zz = _uvarint, _ZIGZAG
@@ -243,6 +273,9 @@ def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, 
         s_val(r, value)
         s_hdr(r, headers)
         s_tt(r, ts_type)
+        if sourced:
+            s_topic(r, topic)
+            s_partition(r, partition)
         push(r)
     return pos
 
@@ -292,7 +325,7 @@ def _read_headers(buf: bytes, pos: int, rec_end: int) -> tuple[list[Header], int
 
 def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | None,
                partition: int | None, check_crc: bool, max_size: int,
-               out: list[Record]) -> tuple[int, ...]:
+               out: list[Record], make: _Make) -> tuple[int, ...]:
     """Decode the v2 batch at ``buf[pos:end]``, appending its records to ``out``.
 
     Returns the batch header fields (the ``_V2`` tuple).
@@ -321,7 +354,8 @@ def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | No
     ts_type = (attrs_ >> 3) & 1
     start = len(out)
     try:
-        last = _read_records(rbuf, rpos, rend, count, base_offset, base_ts, ts_type, out)
+        last = _read_records(rbuf, rpos, rend, count, base_offset, base_ts, ts_type, out,
+                             make)
     except (IndexError, ValueError) as exc:
         raise _corrupt(f"record batch holds a malformed record ({exc})",
                        topic, partition, base_offset) from None
@@ -337,7 +371,7 @@ def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | No
 
 def _decode_legacy(buf: bytes, view: memoryview, pos: int, end: int, topic: str | None,
                    partition: int | None, check_crc: bool, max_size: int,
-                   out: list[Record], inner: bool = False) -> int:
+                   out: list[Record], make: _Make, inner: bool = False) -> int:
     """Decode the magic 0/1 message at ``buf[pos:end]`` (and, if compressed, its inner set).
 
     Appends the message's record(s) to ``out`` and returns its compression id.
@@ -378,7 +412,9 @@ def _decode_legacy(buf: bytes, view: memoryview, pos: int, end: int, topic: str 
     codec = attributes & 0x07
     ts_type = (attributes >> 3) & 1 if magic == 1 else TIMESTAMP_CREATE
     if not codec:
-        r = _new(Record)
+        r = _new(make[0])
+        for set_field, field_value in make[1]:
+            set_field(r, field_value)
         _set_offset(r, offset)
         _set_timestamp(r, timestamp)
         _set_key(r, key)
@@ -414,7 +450,7 @@ def _decode_legacy(buf: bytes, view: memoryview, pos: int, end: int, topic: str 
                            f"wrapper's {magic}", topic, partition, offset)
         nxt = ipos + _LOG_OVERHEAD + n
         _decode_legacy(data, dview, ipos, nxt, topic, partition, check_crc, max_size,
-                       inner_records, inner=True)
+                       inner_records, make, inner=True)
         ipos = nxt
     if not inner_records:
         raise _corrupt("compressed message holds no messages", topic, partition, offset)
@@ -435,7 +471,7 @@ _Entry = tuple[int, int, tuple[int, ...] | None, int]
 
 def _entries(data: bytes | bytearray | memoryview, topic: str | None, partition: int | None,
              check_crc: bool, max_size: int, out: list[Record], batches: bool,
-             ) -> Iterator[_Entry]:
+             make: _Make = _PLAIN) -> Iterator[_Entry]:
     """Walk the entries of a record set, decoding each into ``out``.
 
     Yields (magic, start index in ``out``, v2 header tuple or None, compression id) per entry;
@@ -459,13 +495,14 @@ def _entries(data: bytes | bytearray | memoryview, topic: str | None, partition:
             if length < _V2_MIN_LENGTH:
                 raise _corrupt(f"record batch length {length} is below the "
                                f"{_V2_MIN_LENGTH}-byte header", topic, partition, base_offset)
-            header = _decode_v2(buf, view, pos, end, topic, partition, check_crc, max_size, out)
+            header = _decode_v2(buf, view, pos, end, topic, partition, check_crc, max_size, out,
+                                make)
             if header[5] & 0x20 and not batches:
                 del out[start:]
             yield 2, start, header, header[5] & 0x07
         elif magic < 2:
             codec = _decode_legacy(buf, view, pos, end, topic, partition, check_crc, max_size,
-                                   out)
+                                   out, make)
             yield magic, start, None, codec
         else:
             raise _corrupt(f"entry has unknown magic {magic}", topic, partition, base_offset)
@@ -474,15 +511,21 @@ def _entries(data: bytes | bytearray | memoryview, topic: str | None, partition:
 
 def decode_records(data: bytes | bytearray | memoryview, *, topic: str | None = None,
                    partition: int | None = None, check_crc: bool = True,
-                   max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> list[Record]:
+                   max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+                   record_type: type[Record] = Record) -> list[Record]:
     """Every data record in a Fetch response's record set, in order, control batches skipped.
 
     Reads any mix of magic 0, 1 and 2; a partial entry at the end is dropped. ``topic`` and
-    ``partition`` only name the source in error messages. This does not filter aborted
-    transactions: read_committed readers use :func:`decode_batches` and :func:`filter_aborted`.
+    ``partition`` name the source in error messages. ``record_type`` is the class built: Record,
+    or a slotted subclass adding ``topic`` and ``partition`` fields, which get those arguments
+    (a consumer's record, built here so it is not copied record by record afterwards). This
+    does not filter aborted transactions: read_committed readers use :func:`decode_batches` and
+    :func:`filter_aborted`.
     """
     out: list[Record] = []
-    for _ in _entries(data, topic, partition, check_crc, max_decompressed_size, out, False):
+    make = _make(record_type, topic, partition)
+    for _ in _entries(data, topic, partition, check_crc, max_decompressed_size, out, False,
+                      make):
         pass
     return out
 
@@ -490,11 +533,15 @@ def decode_records(data: bytes | bytearray | memoryview, *, topic: str | None = 
 def decode_batches(data: bytes | bytearray | memoryview, *, topic: str | None = None,
                    partition: int | None = None, check_crc: bool = True,
                    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-                   ) -> list[RecordBatch]:
-    """Every batch (control batches included) with its metadata and records, in order."""
+                   record_type: type[Record] = Record) -> list[RecordBatch]:
+    """Every batch (control batches included) with its metadata and records, in order.
+
+    ``record_type`` is as for :func:`decode_records`.
+    """
     out: list[Record] = []
     result: list[RecordBatch] = []
-    starts = list(_entries(data, topic, partition, check_crc, max_decompressed_size, out, True))
+    starts = list(_entries(data, topic, partition, check_crc, max_decompressed_size, out, True,
+                           _make(record_type, topic, partition)))
     if not starts:
         return result
     ends = [entry[1] for entry in starts[1:]] + [len(out)]

@@ -2,21 +2,25 @@
 
 A daemon thread finds each assigned partition's starting offset (committed, else
 ``auto_offset_reset``), sends Fetch requests on connections used only for fetching, decodes
-the answers with ``groupkit.protocol.records`` and buffers them per partition. A partition is
-fetched again only once its buffer is drained, so memory stays within one answer per partition
-and ``fetch_max_bytes`` overall. Seek, pause and revoke bump the partition's epoch: an answer
-that left under an older epoch is dropped, so no stale record ever reaches the application.
+the answers with ``groupkit.protocol.records`` straight into ``ConsumerRecord`` objects and
+buffers them per partition. A partition is fetched again as soon as its buffer holds less than
+``max_partition_fetch_bytes``, so the next answer is on its way before the application runs
+dry, while memory stays within that plus one answer per partition and ``fetch_max_bytes``
+overall. Seek, pause and revoke bump the partition's epoch: an answer that left under an older
+epoch is dropped, so no stale record ever reaches the application.
 """
 
 from __future__ import annotations
 
+import bisect
 import collections
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from typing import Any
+from operator import attrgetter
+from typing import Any, cast
 
 import attrs
 
@@ -38,8 +42,9 @@ from groupkit.protocol.messages.fetch import (
     FetchResponse,
 )
 from groupkit.protocol.primitives import NULL_UUID
-from groupkit.protocol.records import Header, Record, decode_batches, filter_aborted
+from groupkit.protocol.records import Record, decode_batches, filter_aborted
 from groupkit.runtime.cluster import FETCH, Cluster
+from groupkit.runtime.gc_pause import gc_paused
 from groupkit.runtime.offsets import OffsetStore
 
 log = logging.getLogger(__name__)
@@ -51,25 +56,32 @@ _TOPIC_IDS = 13
 
 
 @attrs.frozen
-class ConsumerRecord:
-    """One record as the application receives it, with the partition it came from."""
+class ConsumerRecord(Record):
+    """One record as the application receives it: a ``Record`` and the partition it came from.
 
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    timestamp_type: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[Header] = attrs.field(factory=list)
+    The decoder builds these directly, so a fetched record is never copied into another object.
+    """
+
+    topic: str = attrs.field(kw_only=True)
+    partition: int = attrs.field(kw_only=True)
+
+
+_by_offset = attrgetter("offset")
 
 
 @attrs.define
 class _Chunk:
+    """One answer's records; ``left`` is the share of its wire size not yet taken."""
+
     records: list[ConsumerRecord]
     next_offset: int
     size: int
     index: int = 0
+    left: int = attrs.field()
+
+    @left.default
+    def _all_left(self) -> int:
+        return self.size
 
 
 @attrs.define
@@ -86,7 +98,16 @@ class _Partition:
     retry_at: float = 0.0
     error: GroupkitError | None = None
     high_watermark: int = -1
+    #: The offset up to which the broker has records to give (the last stable offset for
+    #: read_committed), as of the last answer; -1 before one.
+    log_end: int = -1
+    buffered: int = 0
     chunks: collections.deque[_Chunk] = attrs.field(factory=collections.deque)
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether the last answer said there is nothing past ``fetch_offset`` yet."""
+        return 0 <= self.log_end <= (self.fetch_offset or 0)
 
 
 @attrs.frozen
@@ -190,6 +211,8 @@ class Fetcher:
                 part = self._part(tp)
                 part.paused = True
                 self._drop(part)
+            # Caught-up partitions may have waited for the dropped buffer to drain.
+            self._cond.notify_all()
 
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         """Fetch ``partitions`` again."""
@@ -212,16 +235,20 @@ class Fetcher:
     def take(self, max_records: int) -> list[ConsumerRecord]:
         """Up to ``max_records`` buffered records, a fair share from each partition.
 
-        Raises the first stored partition error (e.g. NoOffsetForPartitionError) instead.
+        Raises the first stored partition error (e.g. NoOffsetForPartitionError) instead, once
+        the records buffered ahead of it are taken.
+        Wakes the fetcher thread when a partition's buffer drops below the refetch mark or an
+        answer is used up (the overall ``fetch_max_bytes`` budget).
         """
         out: list[ConsumerRecord] = []
+        mark = self.config.max_partition_fetch_bytes
         with self._cond:
             for part in self._parts.values():
-                if part.error is not None:
+                if part.error is not None and not part.chunks:
                     error, part.error = part.error, None
                     raise error
             ready = [p for p in self._parts.values() if p.chunks and not p.paused]
-            freed = False
+            refetch = False
             while ready and len(out) < max_records:
                 share = max(1, (max_records - len(out)) // len(ready))
                 for part in ready:
@@ -233,13 +260,19 @@ class Fetcher:
                         part.position = piece[-1].offset + 1
                     if chunk.index >= len(chunk.records):
                         part.chunks.popleft()
-                        self._buffered -= chunk.size
+                        freed = chunk.left
                         part.position = max(part.position or 0, chunk.next_offset)
-                        freed = True
+                        refetch = True
+                    else:
+                        freed = chunk.size * len(piece) // len(chunk.records)
+                    chunk.left -= freed
+                    part.buffered -= freed
+                    self._buffered -= freed
+                    refetch = refetch or part.buffered < mark <= part.buffered + freed
                     if len(out) >= max_records:
                         break
                 ready = [p for p in ready if p.chunks]
-            if freed:
+            if refetch:
                 self._cond.notify_all()
         return out
 
@@ -255,9 +288,11 @@ class Fetcher:
         """Forget buffered and in-flight data of ``part`` (seek, pause, revoke)."""
         part.epoch += 1
         part.in_flight = False
-        self._buffered -= sum(c.size for c in part.chunks)
+        self._buffered -= part.buffered
+        part.buffered = 0
         part.chunks.clear()
         part.fetch_offset = part.position
+        part.log_end = -1
 
     # --- the fetcher thread --------------------------------------------------------------------
 
@@ -269,23 +304,26 @@ class Fetcher:
                         return
                     answers = list(self._answers)
                     self._answers.clear()
+                    for sent, _ in answers:
+                        self._busy_nodes.discard(sent.node)
                     init = self._to_initialize()
                     plan = self._plan()
                     if answers or init or plan:
                         break
                     self._cond.wait(self._next_retry())
             try:
-                for sent, future in answers:
-                    self._handle(sent, future)
-                if init:
-                    self._initialize(init)
                 if plan and self.cluster.stale:
                     # A NOT_LEADER/UNKNOWN_TOPIC answer or a broken link: route anew.
                     self.cluster.maybe_refresh()
                     with self._cond:
                         plan = self._plan()
+                # Ask for more before decoding what came, so the broker works meanwhile.
                 for node, tps in plan.items():
                     self._send(node, tps)
+                for sent, future in answers:
+                    self._handle(sent, future)
+                if init:
+                    self._initialize(init)
             except Exception:
                 log.exception("the fetcher hit an unexpected error; it goes on after a backoff")
                 with self._cond:
@@ -309,23 +347,40 @@ class Fetcher:
         return out
 
     def _plan(self) -> dict[int, list[TopicPartition]]:
-        """Partitions to fetch now, by leader: positioned, unpaused, drained, leader idle."""
+        """Partitions to fetch now, by leader: positioned, unpaused, buffer below the mark,
+        leader idle.
+
+        A Fetch that asks only for caught-up partitions is held by the broker for up to
+        ``fetch_max_wait_ms``, and the leader takes no other Fetch meanwhile; so it is not
+        sent while a partition of that leader waits only for its buffer to drain (or for its
+        answer, already here, to be decoded): they go together once it has, and the broker
+        answers at once with that partition's records.
+        """
         if self._buffered >= self.config.fetch_max_bytes:
             return {}
         now = time.monotonic()
+        mark = self.config.max_partition_fetch_bytes
         metadata = self.cluster.metadata
         plan: dict[int, list[TopicPartition]] = collections.defaultdict(list)
+        draining: set[int] = set()
         for tp, part in self._parts.items():
-            if part.fetch_offset is None or part.paused or part.chunks or part.in_flight \
-                    or part.error is not None or part.retry_at > now:
+            if part.fetch_offset is None or part.paused or part.error is not None \
+                    or part.retry_at > now:
                 continue
             leader = metadata.leader_for(tp.topic, tp.partition)
+            if part.in_flight:
+                if leader is not None and leader not in self._busy_nodes:
+                    draining.add(leader)
+                continue
             if leader is None:
                 self.cluster.request_refresh()
                 leader = -1
-            if leader not in self._busy_nodes:
+            if part.buffered >= mark:
+                draining.add(leader)
+            elif leader not in self._busy_nodes:
                 plan[leader].append(tp)
-        return plan
+        return {node: tps for node, tps in plan.items()
+                if node not in draining or not all(self._parts[tp].caught_up for tp in tps)}
 
     def _initialize(self, todo: list[tuple[TopicPartition, int, str | None]]) -> None:
         found: dict[TopicPartition, int] = {}
@@ -427,8 +482,6 @@ class Fetcher:
             self._cond.notify_all()
 
     def _handle(self, sent: _Sent, future: Future[Any]) -> None:
-        with self._cond:
-            self._busy_nodes.discard(sent.node)
         error = future.exception()
         if error is not None:
             log.warning("Fetch from node %d failed: %s", sent.node, error)
@@ -474,8 +527,7 @@ class Fetcher:
         error: GroupkitError | None = None
         chunk: _Chunk | None = None
         if code == _OFFSET_OUT_OF_RANGE:
-            log.info("%s-%d: offset %d is out of range; resetting by auto_offset_reset",
-                     tp.topic, tp.partition, offset)
+            log.info("%s-%d: offset %d is out of range", tp.topic, tp.partition, offset)
         elif code:
             self.cluster.observe_code(code)
             exc = error_for_code(code)(f"Fetch of {tp.topic}-{tp.partition}")
@@ -492,7 +544,15 @@ class Fetcher:
                 return 0, 0, False
             part.in_flight = False
             part.high_watermark = answer.high_watermark
-            if code == _OFFSET_OUT_OF_RANGE:
+            part.log_end = answer.high_watermark
+            if self.config.isolation_level == "read_committed" \
+                    and answer.last_stable_offset >= 0:
+                part.log_end = answer.last_stable_offset
+            if code == _OFFSET_OUT_OF_RANGE and part.position != offset:
+                # Asked ahead of records still buffered: decide once the application has
+                # them (the Java client also resets only at its position).
+                part.retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
+            elif code == _OFFSET_OUT_OF_RANGE:
                 if self.config.auto_offset_reset == "none":
                     part.error = NoOffsetForPartitionError(
                         f"offset {offset} of {tp.topic}-{tp.partition} is out of range and"
@@ -507,31 +567,39 @@ class Fetcher:
                 part.error = error
             elif chunk is not None and chunk.next_offset > offset:
                 part.fetch_offset = chunk.next_offset
-                if chunk.records:
-                    part.chunks.append(chunk)
-                    self._buffered += chunk.size
-                elif part.position == offset:
+                if part.position == offset and not chunk.records:
                     part.position = chunk.next_offset
+                else:
+                    # Behind buffered records, an answer of only control or aborted records
+                    # still moves the position once the application reaches it.
+                    part.chunks.append(chunk)
+                    part.buffered += chunk.size
+                    self._buffered += chunk.size
                 return len(chunk.records), chunk.size, False
             return 0, 0, part.error is not None
 
     def _decode(self, tp: TopicPartition, offset: int, data: bytes,
                 aborted: list[Any] | None) -> _Chunk:
-        batches = decode_batches(data, topic=tp.topic, partition=tp.partition,
-                                 check_crc=self.config.check_crcs)
+        with gc_paused():
+            batches = decode_batches(data, topic=tp.topic, partition=tp.partition,
+                                     check_crc=self.config.check_crcs, record_type=ConsumerRecord)
         if not batches:
             return _Chunk([], offset, 0)
-        plain: Iterable[Record]
+        records: list[Record]
         if self.config.isolation_level == "read_committed":
-            plain = filter_aborted(batches, [(a.producer_id, a.first_offset)
-                                             for a in aborted or ()])
+            records = filter_aborted(batches, [(a.producer_id, a.first_offset)
+                                               for a in aborted or ()])
         else:
-            plain = (r for b in batches if not b.is_control for r in b.records)
-        topic, partition = tp
-        records = [ConsumerRecord(topic, partition, r.offset, r.timestamp, r.timestamp_type,
-                                  r.key, r.value, r.headers)
-                   for r in plain if r.offset >= offset]
-        return _Chunk(records, max(offset, batches[-1].next_offset), len(data))
+            records = []
+            for batch in batches:
+                if not batch.is_control:
+                    records.extend(batch.records)
+        # A batch may start before the offset asked for; records come in offset order.
+        skip = bisect.bisect_left(records, offset, key=_by_offset)
+        if skip:
+            del records[:skip]
+        return _Chunk(cast("list[ConsumerRecord]", records),
+                      max(offset, batches[-1].next_offset), len(data))
 
     def _release(self, sent: _Sent, backoff: bool) -> None:
         """Mark the partitions of ``sent`` fetchable again (after a back-off if it failed)."""

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
 from typing import Any
 
 import attrs
@@ -82,7 +83,9 @@ class GroupRunner:
     closed by the caller; they reconnect by themselves, so after a coordinator change the
     runner just asks ``connect`` again.
     ``wakeup`` is called (on the runner thread) whenever an event for the application is
-    queued, so a blocked ``poll`` can return.
+    queued, so a blocked ``poll`` can return. ``joining`` is called (on the runner thread, so
+    it must not block) whenever a JoinGroup goes out, e.g. to fetch the metadata the assignor
+    needs while the coordinator holds the join.
     """
 
     machine: GroupMachine
@@ -90,6 +93,7 @@ class GroupRunner:
     connect: Callable[[Coordinator, str], BrokerConnection]
     hooks: Sequence[Hook] = ()
     wakeup: Callable[[], None] = lambda: None
+    joining: Callable[[], None] = lambda: None
     clock: Callable[[], float] = time.monotonic
 
     _cond: threading.Condition = attrs.field(init=False, factory=threading.Condition)
@@ -298,16 +302,21 @@ class GroupRunner:
     def _send(self, out: Send, now: float) -> None:
         request = out.request
         group_id = self.machine.config.group_id
-        if isinstance(request, JoinGroupRequest) and self._rebalance_since is None:
-            self._rebalance_since = now
-            self._emit(RebalanceStarted(group_id, request.reason or "joining"))
+        if isinstance(request, JoinGroupRequest):
+            if self._rebalance_since is None:
+                self._rebalance_since = now
+                self._emit(RebalanceStarted(group_id, request.reason or "joining"))
+            try:
+                self.joining()
+            except Exception:
+                log.exception("the joining callback failed")
         elif isinstance(request, HeartbeatRequest):
             self._emit(HeartbeatSent(group_id, request.generation_id))
         try:
             conn = self._route(out.destination,
                                HEARTBEAT if isinstance(request, HeartbeatRequest) else COORDINATOR)
         except GroupkitError as exc:
-            self._post(lambda t, e=exc: self.machine.on_request_failed(out.token, e, t))
+            self._post(partial(self.machine.on_request_failed, out.token, exc))
             return
         self._sent_at[out.token] = now
         future = conn.send(request, timeout_ms=out.timeout_ms)

@@ -17,7 +17,7 @@ import pytest
 
 from assignors import TopicPartition
 from groupkit.config import ConsumerConfig
-from groupkit.errors import NoOffsetForPartitionError
+from groupkit.errors import CorruptRecordError, NoOffsetForPartitionError
 from groupkit.protocol.messages.fetch import (
     FetchRequest,
     FetchResponse,
@@ -30,11 +30,13 @@ from groupkit.protocol.records import (
     CONTROL_COMMIT,
     encode_batch,
     encode_control_batch,
+    encode_message_set,
 )
-from groupkit.runtime.fetcher import Fetcher
+from groupkit.runtime.fetcher import ConsumerRecord, Fetcher
 from groupkit.runtime.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
 
 TP = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
 PID = 7
 OFFSET_OUT_OF_RANGE = 1
 
@@ -72,7 +74,8 @@ class FakeCluster:
         self.conn = ScriptedConnection()
         self.metadata = ClusterMetadata(
             brokers={0: BrokerInfo(0, "h", 1)},
-            topics={"t": TopicInfo("t", {0: PartitionInfo(0, leader=0)})})
+            topics={"t": TopicInfo("t", {0: PartitionInfo(0, leader=0),
+                                         1: PartitionInfo(1, leader=0)})})
 
     def connection(self, node: int, purpose: str) -> ScriptedConnection:
         return self.conn
@@ -105,10 +108,12 @@ def transactional_log() -> bytes:
     ])
 
 
-def answer(records: bytes, aborted: list[tuple[int, int]] = ()) -> FetchResponse:
+def answer(records: bytes, aborted: list[tuple[int, int]] = (), partition: int = 0,
+           high_watermark: int = 7) -> FetchResponse:
     return FetchResponse(responses=[FetchResponseTopic(topic="t", partitions=[
         FetchResponsePartition(
-            partition_index=0, error_code=0, high_watermark=7, records=records,
+            partition_index=partition, error_code=0, high_watermark=high_watermark,
+            records=records,
             aborted_transactions=[FetchResponseAbortedTransaction(producer_id=p, first_offset=o)
                                   for p, o in aborted])])])
 
@@ -125,17 +130,24 @@ class EarliestIsThree:
         return dict.fromkeys(tps, 3)
 
 
-def start(isolation: str, reset: str = "latest", offsets: Any = None
+def start(isolation: str, reset: str = "latest", offsets: Any = None,
+          partitions: tuple[TopicPartition, ...] = (TP,), **settings: Any,
           ) -> tuple[Fetcher, FakeCluster, threading.Event]:
     cluster = FakeCluster()
     woken = threading.Event()
     config = ConsumerConfig(bootstrap_servers="h:1", isolation_level=isolation,
-                            auto_offset_reset=reset)
+                            auto_offset_reset=reset, **settings)
     fetcher = Fetcher(cluster, config, offsets, wakeup=woken.set)  # type: ignore[arg-type]
-    fetcher.assign([TP])
-    fetcher.seek(TP, 0)
+    fetcher.assign(partitions)
+    for tp in partitions:
+        fetcher.seek(tp, 0)
     fetcher.start()
     return fetcher, cluster, woken
+
+
+def fetched(request: FetchRequest) -> dict[int, int]:
+    """The partitions a Fetch asks for, with their fetch offsets."""
+    return {p.partition: p.fetch_offset for t in request.topics for p in t.partitions}
 
 
 @pytest.mark.parametrize(("isolation", "expected"), [
@@ -175,22 +187,143 @@ def test_a_seek_drops_the_answer_of_a_fetch_sent_before_it() -> None:
         fetcher.close(5)
 
 
-def test_pause_holds_records_back_and_a_drained_partition_is_fetched_again() -> None:
+def test_a_partition_is_fetched_again_only_once_its_buffer_is_below_the_mark() -> None:
+    log = transactional_log()
+    # The mark (max_partition_fetch_bytes) is half the answer; each of its five data records
+    # stands for a fifth of it.
+    fetcher, cluster, woken = start("read_uncommitted", max_partition_fetch_bytes=len(log) // 2)
+    try:
+        _, first = cluster.conn.next_request(1)
+        first.set_result(answer(log))
+        assert woken.wait(10)
+        assert len(fetcher.take(1)) == 1
+        with cluster.conn.cond:
+            # Four fifths of the answer are still buffered, above the mark: no Fetch yet.
+            assert len(cluster.conn.sent) == 1
+        assert len(fetcher.take(2)) == 2
+        request, _ = cluster.conn.next_request(2)
+        assert fetched(request) == {0: 7}
+        assert [r.value for r in fetcher.take(100)] == [b"a2", b"plain"]
+    finally:
+        fetcher.close(5)
+
+
+def test_the_next_fetch_leaves_while_records_are_still_buffered() -> None:
+    fetcher, cluster, woken = start("read_uncommitted")
+    try:
+        _, first = cluster.conn.next_request(1)
+        first.set_result(answer(encode_batch([(None, b"0"), (None, b"1")], base_offset=0),
+                                high_watermark=4))
+        assert woken.wait(10)
+        request, second = cluster.conn.next_request(2)
+        assert fetched(request) == {0: 2}
+        woken.clear()
+        second.set_result(answer(encode_batch([(None, b"2"), (None, b"3")], base_offset=2),
+                                 high_watermark=4))
+        assert woken.wait(10)
+        assert [(r.topic, r.partition, r.offset) for r in fetcher.take(100)] == [
+            ("t", 0, 0), ("t", 0, 1), ("t", 0, 2), ("t", 0, 3)]
+        assert fetcher.positions() == {TP: 4}
+    finally:
+        fetcher.close(5)
+
+
+def test_an_answer_without_data_records_moves_the_position_once_reached() -> None:
+    fetcher, cluster, woken = start("read_uncommitted")
+    try:
+        _, first = cluster.conn.next_request(1)
+        first.set_result(answer(encode_batch([(None, b"0"), (None, b"1")], base_offset=0),
+                                high_watermark=3))
+        assert woken.wait(10)
+        _, second = cluster.conn.next_request(2)
+        second.set_result(answer(encode_control_batch(
+            CONTROL_COMMIT, producer_id=PID, producer_epoch=0, base_offset=2), high_watermark=3))
+        request, _ = cluster.conn.next_request(3)
+        assert fetched(request) == {0: 3}
+        assert fetcher.positions() == {TP: 0}
+        assert [r.offset for r in fetcher.take(100)] == [0, 1]
+        assert fetcher.take(100) == []
+        assert fetcher.positions() == {TP: 3}
+    finally:
+        fetcher.close(5)
+
+
+def test_caught_up_partitions_wait_for_a_draining_one_instead_of_a_long_poll() -> None:
+    batch = encode_batch([(None, b"x" * 100) for _ in range(10)], base_offset=0)
+    fetcher, cluster, woken = start("read_uncommitted", partitions=(TP, TP1),
+                                    max_partition_fetch_bytes=len(batch) // 2)
+    try:
+        request, first = cluster.conn.next_request(1)
+        assert fetched(request) == {0: 0, 1: 0}
+        both = answer(batch, high_watermark=10)
+        both.responses[0].partitions.append(answer(b"", partition=1, high_watermark=0)
+                                            .responses[0].partitions[0])
+        first.set_result(both)
+        assert woken.wait(10)
+        assert len(fetcher.take(3)) == 3
+        with cluster.conn.cond:
+            # Partition 1 is caught up and partition 0 is above the mark: a Fetch for 1 alone
+            # would sit at the broker for fetch_max_wait_ms, so none goes out.
+            assert len(cluster.conn.sent) == 1
+        assert len(fetcher.take(3)) == 3
+        request, _ = cluster.conn.next_request(2)
+        assert fetched(request) == {0: 10, 1: 0}
+    finally:
+        fetcher.close(5)
+
+
+def test_pausing_the_draining_partition_lets_the_caught_up_one_be_fetched() -> None:
+    batch = encode_batch([(None, b"x" * 100) for _ in range(10)], base_offset=0)
+    fetcher, cluster, woken = start("read_uncommitted", partitions=(TP, TP1),
+                                    max_partition_fetch_bytes=len(batch) // 2)
+    try:
+        _, first = cluster.conn.next_request(1)
+        both = answer(batch, high_watermark=10)
+        both.responses[0].partitions.append(answer(b"", partition=1, high_watermark=0)
+                                            .responses[0].partitions[0])
+        first.set_result(both)
+        assert woken.wait(10)
+        fetcher.pause([TP])
+        request, _ = cluster.conn.next_request(2)
+        assert fetched(request) == {1: 0}
+    finally:
+        fetcher.close(5)
+
+
+def test_legacy_message_sets_decode_to_consumer_records() -> None:
+    fetcher, cluster, woken = start("read_uncommitted")
+    try:
+        _, first = cluster.conn.next_request(1)
+        first.set_result(answer(encode_message_set([(b"k", b"v0"), (None, b"v1")], magic=1)
+                                + encode_message_set([(None, b"v2")], magic=0,
+                                                     compression="gzip", base_offset=2)))
+        assert woken.wait(10)
+        records = fetcher.take(100)
+        assert all(isinstance(r, ConsumerRecord) for r in records)
+        assert [(r.topic, r.partition, r.offset, r.key, r.value) for r in records] == [
+            ("t", 0, 0, b"k", b"v0"), ("t", 0, 1, None, b"v1"), ("t", 0, 2, None, b"v2")]
+    finally:
+        fetcher.close(5)
+
+
+def test_pause_holds_records_back_and_resume_fetches_from_the_position() -> None:
     fetcher, cluster, woken = start("read_uncommitted")
     try:
         _, first = cluster.conn.next_request(1)
         first.set_result(answer(transactional_log()))
         assert woken.wait(10)
+        request, ahead = cluster.conn.next_request(2)
+        assert fetched(request) == {0: 7}
         assert len(fetcher.take(2)) == 2
-        with cluster.conn.cond:
-            # Records are still buffered, so no second Fetch goes out yet.
-            assert len(cluster.conn.sent) == 1
         fetcher.pause([TP])
         assert fetcher.take(100) == []
         assert fetcher.positions() == {TP: 2}
         fetcher.resume([TP])
-        request, _ = cluster.conn.next_request(2)
-        assert request.topics[0].partitions[0].fetch_offset == 2
+        # The Fetch sent ahead while records were buffered is stale now; its answer is dropped.
+        ahead.set_result(answer(encode_batch([(None, b"late")], base_offset=7)))
+        request, _ = cluster.conn.next_request(3)
+        assert fetched(request) == {0: 2}
+        assert fetcher.take(100) == []
     finally:
         fetcher.close(5)
 
@@ -221,6 +354,48 @@ def test_out_of_range_with_reset_none_raises_a_clear_error() -> None:
         future.set_result(out_of_range())
         assert woken.wait(10)
         with pytest.raises(NoOffsetForPartitionError, match="seek"):
+            fetcher.take(100)
+    finally:
+        fetcher.close(5)
+
+
+def test_out_of_range_ahead_of_buffered_records_resets_only_once_they_are_taken() -> None:
+    lookup = EarliestIsThree()
+    fetcher, cluster, woken = start("read_uncommitted", reset="earliest", offsets=lookup)
+    try:
+        _, first = cluster.conn.next_request(1)
+        first.set_result(answer(encode_batch([(None, b"0"), (None, b"1")], base_offset=0),
+                                high_watermark=2))
+        _, ahead = cluster.conn.next_request(2)
+        ahead.set_result(out_of_range())
+        request, retry = cluster.conn.next_request(3)
+        # The buffered records still stand, so the fetcher asks again instead of resetting.
+        assert fetched(request) == {0: 2}
+        assert lookup.asked == []
+        assert [r.offset for r in fetcher.take(100)] == [0, 1]
+        retry.set_result(out_of_range())
+        request, _ = cluster.conn.next_request(4)
+        assert fetched(request) == {0: 3}
+        assert lookup.asked == [([TP], "earliest")]
+    finally:
+        fetcher.close(5)
+
+
+def test_an_error_in_an_answer_fetched_ahead_comes_after_the_records_before_it() -> None:
+    fetcher, cluster, woken = start("read_uncommitted")
+    try:
+        _, first = cluster.conn.next_request(1)
+        first.set_result(answer(encode_batch([(None, b"0"), (None, b"1")], base_offset=0),
+                                high_watermark=4))
+        assert woken.wait(10)
+        woken.clear()
+        _, ahead = cluster.conn.next_request(2)
+        corrupt = bytearray(encode_batch([(None, b"2"), (None, b"3")], base_offset=2))
+        corrupt[-1] ^= 0xFF
+        ahead.set_result(answer(bytes(corrupt), high_watermark=4))
+        assert woken.wait(10)
+        assert [r.offset for r in fetcher.take(100)] == [0, 1]
+        with pytest.raises(CorruptRecordError):
             fetcher.take(100)
     finally:
         fetcher.close(5)

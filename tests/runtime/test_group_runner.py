@@ -148,3 +148,22 @@ def test_a_commit_refused_for_an_old_generation_raises_and_rejoins() -> None:
         runner.leave(5)
     with pytest.raises(CommitFailedError):
         runner.commit_fence()
+
+
+def test_joining_is_called_as_each_join_group_goes_out_even_if_it_raises() -> None:
+    runner, log, woken = make_runner([])
+    calls: list[int] = []
+
+    def joining() -> None:
+        calls.append(len(log))
+        raise RuntimeError("broken callback")
+
+    runner.joining = joining
+    runner.start()
+    try:
+        wait_for_event(runner, woken, Assigned)
+    finally:
+        assert runner.leave(5)
+    # Each call saw exactly the requests sent before its JoinGroup.
+    assert calls == [i for i, (_, api) in enumerate(log) if api == "JoinGroupRequest"]
+    assert calls
