@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from assignors import ClusterView, RebalanceProtocol, TopicPartition
 from groupkit.config import ConsumerConfig
@@ -140,7 +140,7 @@ class Consumer:
                                     rack=c.client_rack)
         protocol.subscribe(topics)
         machine = GroupMachine(group, protocol)
-        protocol.membership = lambda: (machine.owned, machine.generation_id)
+        protocol.membership = lambda: (_partitions(machine.owned), machine.generation_id)
         self._protocol = protocol
         self._runner = GroupRunner(machine, self._any_broker, self._coordinator_connection,
                                    self.hooks, wakeup=self._wake, joining=self._joining)
@@ -226,7 +226,7 @@ class Consumer:
         elif isinstance(event, Revoked):
             self._on_revoked(event)
         elif isinstance(event, Lost):
-            lost = {TopicPartition(*tp) for tp in event.units} & self._assigned
+            lost = _partitions(event.units) & self._assigned
             self._assigned -= lost
             self._fetcher.assign(self._assigned)
             _call(self._listener, "on_partitions_lost", lost)
@@ -238,7 +238,7 @@ class Consumer:
 
     def _on_assigned(self, event: Assigned) -> None:
         assert self._runner is not None
-        units = {TopicPartition(*tp) for tp in event.units}
+        units = _partitions(event.units)
         revoked = self._assigned - units
         if revoked:
             try:
@@ -256,7 +256,7 @@ class Consumer:
 
     def _on_revoked(self, event: Revoked) -> None:
         assert self._runner is not None
-        revoked = {TopicPartition(*tp) for tp in event.units} & self._assigned
+        revoked = _partitions(event.units) & self._assigned
         try:
             self._commit_on_revoke(revoked)
             _call(self._listener, "on_partitions_revoked", revoked)
@@ -479,3 +479,6 @@ class Consumer:
         return self._cluster.connection(coordinator.node_id, purpose)
 
 
+def _partitions(units: Iterable[Hashable]) -> set[TopicPartition]:
+    """The membership machine holds opaque units; the consumer protocol's are topic-partitions."""
+    return {TopicPartition(*cast(tuple[str, int], unit)) for unit in units}
