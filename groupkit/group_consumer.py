@@ -22,7 +22,7 @@ import attrs
 from assignors import TopicPartition
 from groupkit.config import ConsumerConfig
 from groupkit.consumer import Consumer, ConsumerRebalanceListener, ConsumerRecord
-from groupkit.errors import ConfigError, GroupkitError, IllegalStateError
+from groupkit.errors import CommitFailedError, ConfigError, GroupkitError, IllegalStateError
 from groupkit.hooks import Hook
 
 __all__ = ["ERROR_POLICIES", "GroupConsumer", "RunSummary"]
@@ -212,6 +212,12 @@ class GroupConsumer:
             return
         try:
             consumer.commit(due)
+        except CommitFailedError as exc:
+            # Refused because the group is rebalancing: the offsets stay due and go out with the
+            # next commit; only partitions that move away (and are forgotten) are re-delivered.
+            log.info("%s deferred a commit of %d partition(s): %s", type(self).__name__,
+                     len(due), exc)
+            return
         except GroupkitError as exc:
             log.warning("%s could not commit %d partition(s) (%s); the records processed since"
                         " the last commit will be delivered again", type(self).__name__,
