@@ -29,10 +29,11 @@ __all__ = ["DemoSummary", "run_demo"]
 TOPIC = "demo-orders"
 GROUP = "demo-workers"
 # Small timeouts so the group forms in seconds (the demo broker holds a JoinGroup about half
-# the session timeout before answering it).
+# the session timeout before answering it). cooperative-sticky shows incremental rebalancing:
+# a worker joining or leaving moves only the partitions that change hands.
 WORKER_SETTINGS: dict[str, Any] = {
     "session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "auto_commit_interval_ms": 500,
-    "auto_offset_reset": "earliest",
+    "auto_offset_reset": "earliest", "assignors": ["cooperative-sticky"],
 }
 
 
@@ -90,11 +91,14 @@ class _Ledger:
                 raise TimeoutError(f"the demo waited {timeout:.0f}s for {what}")
 
     def covered_by(self, workers: list[str], partitions: int) -> bool:
-        """Whether exactly ``workers`` own the topic, each partition once (call under lock)."""
+        """Whether exactly ``workers`` own the topic, each partition once, evenly (call under
+        lock). Evenly: a cooperative rebalance hands partitions over in two rounds, and a worker
+        keeps its old ones until its round completes, so full cover alone comes too early."""
         owned = [p for w in workers for p in self.owners.get(w, ())]
         others = any(self.owners.get(w) for w in self.owners if w not in workers)
-        return not others and sorted(owned) == list(range(partitions)) and all(
-            self.owners.get(w) for w in workers)
+        sizes = [len(self.owners.get(w, ())) for w in workers]
+        return not others and sorted(owned) == list(range(partitions)) \
+            and min(sizes) == partitions // len(workers) and max(sizes) - min(sizes) <= 1
 
 
 class _Worker(GroupConsumer):

@@ -121,23 +121,50 @@ def test_cooperative_member_keeps_its_partitions_through_a_rebalance(
     bootstrap = kafka_broker.bootstrap_servers
     topic, group = unique_name("coop"), unique_name("g")
     make_topic(bootstrap, topic, 4, 40)
-    first = group_consumer(bootstrap, group, assignors=["cooperative-sticky"])
-    second = group_consumer(bootstrap, group, assignors=["cooperative-sticky"])
+    started: list[RebalanceStarted] = []
+    first = group_consumer(bootstrap, group, assignors=["cooperative-sticky"],
+                           enable_auto_commit=False,
+                           hooks=[lambda e: started.append(e) if isinstance(
+                               e, RebalanceStarted) else None])
+    second = group_consumer(bootstrap, group, assignors=["cooperative-sticky"],
+                            enable_auto_commit=False)
     one, two = Recorder(), Recorder()
     every = {TP(topic, p) for p in range(4)}
     try:
         first.subscribe([topic], listener=one)
         assert first.rebalance_protocol is RebalanceProtocol.COOPERATIVE
         drain(first, 40)
+        assert len(started) == 1
         second.subscribe([topic], listener=two)
+        # The coordinator holds the first member's JoinGroup (for seconds on the local broker)
+        # while the group prepares; the partitions it keeps can be committed meanwhile.
+        wait_for(lambda: len(started) == 2, 20, "the first member to rejoin",
+                 lambda: first.poll(0.05))
+        kept = first.assignment()
+        first.commit()
+        assert first.committed(kept) == {tp: first.position(tp) for tp in kept}
 
         def step() -> None:
             first.poll(0.05)
             second.poll(0.05)
 
-        wait_for(lambda: first.assignment() and second.assignment()
-                 and first.assignment() | second.assignment() == every
-                 and not first.assignment() & second.assignment(), 40, "two-way split", step)
+        def split() -> bool:
+            a, b = first.assignment(), second.assignment()
+            return len(a) == len(b) == 2 and a | b == every
+
+        wait_for(split, 40, "a two-and-two split", step)
+
+        def committed_by_both() -> bool:
+            try:
+                first.commit()
+                second.commit()
+            except CommitFailedError:
+                step()
+                return False
+            return True
+
+        # Once the group settles, each member's commits succeed.
+        wait_for(committed_by_both, 20, "both members to commit")
     finally:
         first.close(10)
         second.close(10)

@@ -223,10 +223,15 @@ class GroupMachine:
     def commit_fence(self) -> CommitFence:
         """The identity to put on an OffsetCommit now.
 
-        Raises ``CommitFailedError`` while the member has no stable generation: a commit now
-        would be refused by the coordinator, so it is refused here without a round trip.
+        Raises ``CommitFailedError`` when the coordinator would refuse the commit, without a
+        round trip. A member rejoining while it keeps units (cooperative) may commit them: its
+        JoinGroup is unanswered, so its generation is still the group's, and the coordinator
+        accepts commits in PreparingRebalance (KIP-429). Once the JoinGroup is answered, the
+        coordinator refuses commits until SyncGroup completes (REBALANCE_IN_PROGRESS).
         """
-        if self._state not in (S.STABLE, S.REVOKING) or self._generation_id < 0:
+        rejoining = self._state is S.PREPARING_REBALANCE and bool(self._owned)
+        if (self._state not in (S.STABLE, S.REVOKING) and not rejoining) \
+                or self._generation_id < 0:
             raise CommitFailedError(
                 f"cannot commit while the member is {self._state.name}: the group is"
                 " rebalancing; commit the records of the next assignment instead")
@@ -381,14 +386,17 @@ class GroupMachine:
         """Decide about an OffsetCommit that failed with ``code`` (sent with ``fence``).
 
         Membership errors refuse the commit with ``CommitFailedError`` and, unless the member
-        has already moved past ``fence``'s generation, reset or rejoin as the code says.
+        has already moved past ``fence``'s generation, reset or rejoin as the code says. While
+        a JoinGroup or SyncGroup is under way its answer settles the membership instead: the
+        group may have moved to the next generation before this member heard of it.
         """
         action = action_for(Api.OFFSET_COMMIT, code)
         broker = error_for_code(code)()
         current = (fence.generation_id == self._generation_id
                    and fence.member_id == self._member_id)
         if action in (Action.RESET_GENERATION, Action.RESET_MEMBER, Action.REJOIN):
-            if current and self._state in ACTIVE_STATES:
+            rebalancing = self._state in (S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE)
+            if current and self._state in ACTIVE_STATES and not rebalancing:
                 self._membership_error(action, now, f"OffsetCommit failed: {broker.name}")
             self._drive(now)
             return RequestDecision(action, None, CommitFailedError(

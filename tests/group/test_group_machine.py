@@ -347,6 +347,40 @@ def test_rebalance_in_progress_on_a_cooperative_heartbeat_rejoins_without_reset(
     assert d.machine.owned == units and [o for o in outs if isinstance(o, Lost | Revoked)] == []
 
 
+def test_a_cooperative_member_commits_the_units_it_keeps_while_its_join_is_held() -> None:
+    # The coordinator holds the JoinGroup while the group prepares; it still accepts commits
+    # with the current generation then, and refuses them only once the join is answered.
+    d = Driver.make(protocol=UnitsProtocol(cooperative=True))
+    d.stable()
+    d.beat(27)
+    assert d.machine.state is S.PREPARING_REBALANCE
+    fence = d.machine.commit_fence()
+    assert (fence.generation_id, fence.member_id) == (1, "m-1")
+    d.joined(generation=2)
+    with pytest.raises(CommitFailedError):
+        d.machine.commit_fence()
+    d.synced()
+    assert d.machine.commit_fence().generation_id == 2
+
+
+@pytest.mark.parametrize("code", [22, 27], ids=["ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"])
+def test_a_commit_refused_while_the_join_is_held_leaves_the_join_alone(code: int) -> None:
+    # The group can reach the next generation before this member hears its JoinGroup answer;
+    # that answer, not the commit's error, settles the membership.
+    d = Driver.make(protocol=UnitsProtocol(cooperative=True))
+    units = d.stable()
+    fence = d.machine.commit_fence()
+    d.beat(27)
+    join = d.request(JoinGroupRequest)
+    decision = d.machine.on_commit_error(fence, code, d.now)
+    assert isinstance(decision.error, CommitFailedError)
+    assert d.poll() == [] and d.request(JoinGroupRequest) == join
+    assert d.machine.owned == units and d.machine.generation_id == 1
+    d.joined(generation=2)
+    [assigned] = d.synced(b"+u0,u1")
+    assert isinstance(assigned, Assigned) and assigned.revoked == frozenset()
+
+
 def test_a_rejoin_requested_during_sync_happens_after_it() -> None:
     d = Driver.make(protocol=UnitsProtocol(cooperative=True))
     d.machine.start(d.now)
