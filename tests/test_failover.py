@@ -5,7 +5,8 @@ that leave the partitions staying put untouched."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pytest
 from group_workers import (
@@ -154,6 +155,17 @@ def _check_cooperative(board: Board, snapshots: list[dict[int, str]], window: tu
 GAP_LIMIT = 2.0
 
 
+def _drain_and_check(board: Board, members: Mapping[str, Any], snapshots: list[dict[int, str]],
+                     window: tuple[float, float], produced: int, partitions: int) -> None:
+    """Wait until every produced record was consumed, stop the members, then check the
+    ownership history and that partitions that stayed put never paused."""
+    board.wait(lambda: board.seen() >= produced, WAIT, "every record")
+    for running in members.values():
+        running.stop(WAIT)
+    gaps = _check_cooperative(board, snapshots, window, produced, partitions)
+    assert max(gaps.values()) < GAP_LIMIT, f"consumption paused: gaps {gaps}"
+
+
 def test_cooperative_rebalances_never_pause_the_partitions_that_stay(
         kafka_broker: LocalBroker, unique_name) -> None:  # noqa: F811
     bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
@@ -179,12 +191,7 @@ def test_cooperative_rebalances_never_pause_the_partitions_that_stay(
         end = time.monotonic()
     finally:
         produced = stream.stop()
-    board.wait(lambda: board.seen() >= produced, WAIT, "every record")
-    for running in members.values():
-        running.stop(WAIT)
-
-    gaps = _check_cooperative(board, snapshots, (begin, end), produced, partitions)
-    assert max(gaps.values()) < GAP_LIMIT, f"consumption paused: gaps {gaps}"
+    _drain_and_check(board, members, snapshots, (begin, end), produced, partitions)
 
 
 def test_mixed_cooperative_group_with_confluent_kafka(
@@ -216,9 +223,4 @@ def test_mixed_cooperative_group_with_confluent_kafka(
         end = time.monotonic()
     finally:
         produced = stream.stop()
-    board.wait(lambda: board.seen() >= produced, WAIT, "every record")
-    for running in members.values():
-        running.stop(WAIT)
-
-    gaps = _check_cooperative(board, snapshots, (begin, end), produced, partitions)
-    assert max(gaps.values()) < GAP_LIMIT, f"consumption paused: gaps {gaps}"
+    _drain_and_check(board, members, snapshots, (begin, end), produced, partitions)
