@@ -31,6 +31,29 @@ if TYPE_CHECKING:
         RequestTimeoutError,
     )
     from groupkit.group_consumer import GroupConsumer, RunSummary
+    from groupkit.hooks import (
+        BrokerRecovered,
+        BrokerUnreachable,
+        CommitDone,
+        CommitFailed,
+        Event,
+        FetchCompleted,
+        GroupRequestDone,
+        HeartbeatAnswered,
+        HeartbeatSent,
+        Hook,
+        Joined,
+        MemberStateChanged,
+        PartitionProgress,
+        PartitionsAssigned,
+        PartitionsLost,
+        PartitionsRevoked,
+        Polled,
+        Processed,
+        RebalanceFinished,
+        RebalanceStarted,
+        Synced,
+    )
     from groupkit.producer import Producer, RecordMetadata
     from groupkit.protocol.records import Record
 
@@ -90,6 +113,17 @@ __all__ = [
     "TopicPartition",
     "__version__",
 ]
+
+
+#: Hook event types (``groupkit.hooks``), for hooks that match on them.
+__all__ += [
+    "BrokerRecovered", "BrokerUnreachable", "CommitDone", "CommitFailed", "Event",
+    "FetchCompleted", "GroupRequestDone", "HeartbeatAnswered", "HeartbeatSent", "Hook",
+    "Joined", "MemberStateChanged", "PartitionProgress", "PartitionsAssigned", "PartitionsLost",
+    "PartitionsRevoked", "Polled", "Processed", "RebalanceFinished", "RebalanceStarted",
+    "Synced",
+]
+_HOMES.update(dict.fromkeys(__all__[__all__.index("BrokerRecovered"):], "groupkit.hooks"))
 
 
 def __getattr__(name: str) -> Any:

@@ -36,7 +36,14 @@ from groupkit.group import (
     Revoked,
 )
 from groupkit.group.consumer_protocol import ConsumerProtocol
-from groupkit.hooks import Hook
+from groupkit.hooks import (
+    Hook,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+    Polled,
+    emit,
+)
 from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.fetcher import ConsumerRecord, Fetcher
@@ -49,6 +56,11 @@ __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 log = logging.getLogger(__name__)
 
 _GROUP_PURPOSE = "group"
+_CALLBACK_EVENTS: dict[str, type[PartitionsAssigned | PartitionsRevoked | PartitionsLost]] = {
+    "on_partitions_assigned": PartitionsAssigned,
+    "on_partitions_revoked": PartitionsRevoked,
+    "on_partitions_lost": PartitionsLost,
+}
 
 
 class ConsumerRebalanceListener:
@@ -85,7 +97,8 @@ class Consumer:
         self.config = ConsumerConfig.from_kwargs(settings)
         self.hooks: list[Hook] = list(hooks)
         self._cluster = Cluster(self.config,
-                                allow_auto_topic_creation=self.config.allow_auto_create_topics)
+                                allow_auto_topic_creation=self.config.allow_auto_create_topics,
+                                hooks=self.hooks)
         self._signal = threading.Condition()
         self._woken = False
         self._offsets = OffsetStore(self._cluster, self.config, None, self.hooks)
@@ -189,9 +202,11 @@ class Consumer:
             self._maybe_auto_commit()
             records = self._fetcher.take(self.config.max_poll_records)
             if records:
+                self._polled(len(records))
                 return records
             now = time.monotonic()
             if now >= deadline:
+                self._polled(0)
                 return []
             wait = deadline - now
             if self.config.enable_auto_commit and self._runner is not None:
@@ -199,6 +214,22 @@ class Consumer:
             with self._signal:
                 if not self._woken:
                     self._signal.wait(wait)
+
+    def _polled(self, count: int) -> None:
+        """One Polled event per poll (never one per record): counts, positions and lag."""
+        if self.hooks:
+            emit(self.hooks, Polled(self.config.group_id, count, self._fetcher.progress()))
+
+    def _callback(self, name: str, partitions: set[TopicPartition]) -> None:
+        """Call the listener's ``name`` and report it (with its duration) to the hooks."""
+        started = time.perf_counter()
+        try:
+            _call(self._listener, name, partitions)
+        finally:
+            if self.hooks:
+                emit(self.hooks, _CALLBACK_EVENTS[name](
+                    self.config.group_id or "", frozenset(partitions),
+                    time.perf_counter() - started))
 
     def _wake(self) -> None:
         with self._signal:
@@ -229,7 +260,7 @@ class Consumer:
             lost = _partitions(event.units) & self._assigned
             self._assigned -= lost
             self._fetcher.assign(self._assigned)
-            _call(self._listener, "on_partitions_lost", lost)
+            self._callback("on_partitions_lost", lost)
         elif isinstance(event, Left):
             log.info("left group %s: %s", self.config.group_id, event.reason)
         elif isinstance(event, Fatal):
@@ -243,7 +274,7 @@ class Consumer:
         if revoked:
             try:
                 self._commit_on_revoke(revoked)
-                _call(self._listener, "on_partitions_revoked", revoked)
+                self._callback("on_partitions_revoked", revoked)
             finally:
                 self._assigned -= revoked
                 self._fetcher.assign(self._assigned)
@@ -252,14 +283,14 @@ class Consumer:
         added = units - self._assigned
         self._assigned = units
         self._fetcher.assign(units)
-        _call(self._listener, "on_partitions_assigned", added)
+        self._callback("on_partitions_assigned", added)
 
     def _on_revoked(self, event: Revoked) -> None:
         assert self._runner is not None
         revoked = _partitions(event.units) & self._assigned
         try:
             self._commit_on_revoke(revoked)
-            _call(self._listener, "on_partitions_revoked", revoked)
+            self._callback("on_partitions_revoked", revoked)
         finally:
             self._assigned -= revoked
             self._fetcher.assign(self._assigned)
@@ -404,7 +435,7 @@ class Consumer:
                 except GroupkitError as exc:
                     log.warning("commit on close failed: %s", exc)
         try:
-            _call(self._listener, "on_partitions_revoked", self._assigned)
+            self._callback("on_partitions_revoked", self._assigned)
         finally:
             self._assigned = set()
             self._runner.leave(max(0.0, deadline - time.monotonic()))

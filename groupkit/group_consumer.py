@@ -23,14 +23,14 @@ from assignors import TopicPartition
 from groupkit.config import ConsumerConfig
 from groupkit.consumer import Consumer, ConsumerRebalanceListener, ConsumerRecord
 from groupkit.errors import CommitFailedError, ConfigError, GroupkitError, IllegalStateError
-from groupkit.hooks import Hook
+from groupkit.hooks import Hook, Processed, emit
 
 __all__ = ["ERROR_POLICIES", "GroupConsumer", "RunSummary"]
 
 log = logging.getLogger(__name__)
 
 ERROR_POLICIES = ("stop", "skip")
-_OWN_SETTINGS = ("topics", "on_error", "hooks")
+_OWN_SETTINGS = ("topics", "on_error", "hooks", "metrics_port")
 _CONSUMER_SETTINGS = tuple(a.name for a in attrs.fields(ConsumerConfig))
 # How long one poll may block: the bound on how late the loop notices stop().
 _POLL_TIMEOUT_S = 0.2
@@ -63,6 +63,8 @@ class GroupConsumer:
     group_id: ClassVar[str | None] = None
     on_error: ClassVar[str] = "stop"
     hooks: ClassVar[Sequence[Hook]] = ()
+    #: Serve /metrics and /healthz on this port while run() runs (0: a free port); None: off.
+    metrics_port: ClassVar[int | None] = None
 
     def __init__(self, **settings: Any) -> None:
         cls = type(self)
@@ -77,6 +79,7 @@ class GroupConsumer:
         self._topics = _check_topics(merged.pop("topics"))
         self._on_error = merged.pop("on_error")
         self._hooks = list(merged.pop("hooks"))
+        self._metrics_port = _check_port(merged.pop("metrics_port"))
         if self._on_error not in ERROR_POLICIES:
             raise ConfigError(f"on_error must be 'stop' or 'skip', not {self._on_error!r}")
         if "enable_auto_commit" in merged:
@@ -102,6 +105,12 @@ class GroupConsumer:
         self._skipped = 0
         self._commits = 0
         self._rebalances = 0
+        self._metrics_server: Any = None
+        #: The worker's PrometheusMetrics when metrics_port is set (its registry is served).
+        self.metrics: Any = None
+        self._health: Any = None
+        if self._metrics_port is not None:
+            self._hooks.extend(self._metrics_hooks())
 
     # --- what subclasses write -------------------------------------------------------------
 
@@ -134,6 +143,28 @@ class GroupConsumer:
         """The counts so far (also after ``run()`` raised)."""
         return RunSummary(self._processed, self._skipped, self._commits, self._rebalances)
 
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the /metrics and /healthz server while ``run()`` serves them."""
+        server = self._metrics_server
+        return server.address if server is not None else None
+
+    def _metrics_hooks(self) -> list[Hook]:
+        # The metrics edge is imported only when asked for: prometheus-client stays unloaded.
+        from groupkit.metrics import HealthCheck, PrometheusMetrics
+
+        self.metrics = PrometheusMetrics()
+        self._health = HealthCheck.for_config(self.config)
+        return [self.metrics, self._health]
+
+    def _serve_metrics(self) -> None:
+        from groupkit.metrics import serve
+
+        assert self._metrics_port is not None
+        # serve() logs the bound address.
+        self._metrics_server = serve(self.metrics.registry, self._metrics_port,
+                                     health=self._health)
+
     def stop(self) -> None:
         """Ask ``run()`` to commit, leave the group and return; safe from any thread or signal."""
         self._stop_requested = True
@@ -143,14 +174,21 @@ class GroupConsumer:
         if self._started:
             raise IllegalStateError("run() can be called once per GroupConsumer; make a new one")
         self._started = True
-        with self._signals_call_stop():
-            consumer = Consumer(hooks=self._hooks, **self._settings)
-            try:
-                consumer.subscribe(list(self._topics), listener=_Listener(self, consumer))
-                self._loop(consumer)
-            finally:
-                # close() revokes what is held: on_revoked runs, then _Listener commits.
-                consumer.close()
+        if self._metrics_port is not None:
+            self._serve_metrics()
+        try:
+            with self._signals_call_stop():
+                consumer = Consumer(hooks=self._hooks, **self._settings)
+                try:
+                    consumer.subscribe(list(self._topics), listener=_Listener(self, consumer))
+                    self._loop(consumer)
+                finally:
+                    # close() revokes what is held: on_revoked runs, then _Listener commits.
+                    consumer.close()
+        finally:
+            if self._metrics_server is not None:
+                self._metrics_server.close()
+                self._metrics_server = None
         return self.summary
 
     def _loop(self, consumer: Consumer) -> None:
@@ -162,6 +200,23 @@ class GroupConsumer:
             self._commit_if_due(consumer)
 
     def _handle(self, consumer: Consumer, records: list[ConsumerRecord]) -> None:
+        if not self._hooks:
+            self._process(consumer, records)
+            return
+        started = time.perf_counter()
+        skipped = self._skipped
+        raised = 0
+        try:
+            self._process(consumer, records)
+        except Exception:
+            raised = len(records) if self._batch else 1
+            raise
+        finally:
+            emit(self._hooks, Processed(consumer.config.group_id or "", len(records),
+                                        self._skipped - skipped + raised,
+                                        time.perf_counter() - started))
+
+    def _process(self, consumer: Consumer, records: list[ConsumerRecord]) -> None:
         if self._batch:
             try:
                 self.process_batch(records)
@@ -277,6 +332,15 @@ class _Listener(ConsumerRebalanceListener):
 
 def _overrides(cls: type, name: str) -> bool:
     return getattr(cls, name) is not getattr(GroupConsumer, name)
+
+
+def _check_port(port: Any) -> int | None:
+    if port is None:
+        return None
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(f"metrics_port must be a port number 0-65535 (0: any free port) or"
+                          f" None (off), not {port!r}")
+    return port
 
 
 def _check_topics(topics: Any) -> tuple[str, ...]:

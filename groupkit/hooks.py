@@ -71,20 +71,26 @@ class HeartbeatAnswered:
 
 @attrs.frozen
 class CommitDone:
-    """An OffsetCommit of ``partitions`` partitions succeeded after ``latency_s``."""
+    """An OffsetCommit of ``partitions`` partitions succeeded after ``latency_s``.
+
+    ``offsets`` holds what was stored: (topic, partition, next offset to read) triples.
+    """
 
     group_id: str
     partitions: int
     latency_s: float
+    offsets: tuple[tuple[str, int, int], ...] = ()
 
 
 @attrs.frozen
 class CommitFailed:
-    """An OffsetCommit failed; ``error`` says why."""
+    """An OffsetCommit failed; ``error`` says why, ``error_type`` is the exception's class
+    name (a short, fixed vocabulary, e.g. for a metric label)."""
 
     group_id: str
     partitions: int
     error: str
+    error_type: str = "GroupkitError"
 
 
 @attrs.frozen
@@ -98,8 +104,125 @@ class FetchCompleted:
     latency_s: float
 
 
+# --- membership, polling and connection facts (the metrics package is built on them) ---------
+
+
+@attrs.frozen
+class GroupRequestDone:
+    """A JoinGroup, SyncGroup, Heartbeat or LeaveGroup (``api``) finished after ``latency_s``.
+
+    ``error`` is "" when the coordinator accepted it, the broker's error name when it answered
+    with one (``REBALANCE_IN_PROGRESS``), or the exception's class name when no answer came
+    (``RequestTimeoutError``).
+    """
+
+    group_id: str
+    api: str
+    error: str
+    latency_s: float
+
+
+@attrs.frozen
+class MemberStateChanged:
+    """The member moved from state ``previous`` to ``state`` (``MemberState`` names)."""
+
+    group_id: str
+    previous: str
+    state: str
+
+
+@attrs.frozen
+class PartitionsAssigned:
+    """``on_partitions_assigned`` ran for ``partitions`` (newly held) and took ``callback_s``."""
+
+    group_id: str
+    partitions: frozenset[tuple[str, int]]
+    callback_s: float
+
+
+@attrs.frozen
+class PartitionsRevoked:
+    """``partitions`` were given up in order; ``on_partitions_revoked`` took ``callback_s``."""
+
+    group_id: str
+    partitions: frozenset[tuple[str, int]]
+    callback_s: float
+
+
+@attrs.frozen
+class PartitionsLost:
+    """``partitions`` were taken without a hand-over; ``on_partitions_lost`` took ``callback_s``."""
+
+    group_id: str
+    partitions: frozenset[tuple[str, int]]
+    callback_s: float
+
+
+@attrs.frozen
+class PartitionProgress:
+    """Where one assigned partition stands after a poll.
+
+    ``records``/``size``: what this poll handed over from it (``size`` in wire bytes, the
+    share of the fetched batches). ``position``: the next offset the application gets.
+    ``log_end``: the high watermark of the last Fetch answer (the last stable offset under
+    read_committed), -1 before one. ``last_timestamp_ms``: the timestamp of the last record
+    this poll handed over from it, -1 when none.
+    """
+
+    topic: str
+    partition: int
+    records: int
+    size: int
+    position: int
+    log_end: int
+    last_timestamp_ms: int
+
+
+@attrs.frozen
+class Polled:
+    """``poll`` returned ``records`` records; ``partitions`` has every assigned partition whose
+    position is known. One event per poll, never one per record."""
+
+    group_id: str | None
+    records: int
+    partitions: tuple[PartitionProgress, ...]
+
+
+@attrs.frozen
+class Processed:
+    """A GroupConsumer handed one poll's ``records`` to ``process`` or ``process_batch``;
+    ``failed`` of them raised; it took ``duration_s``."""
+
+    group_id: str
+    records: int
+    failed: int
+    duration_s: float
+
+
+@attrs.frozen
+class BrokerUnreachable:
+    """A connection to ``broker`` (``host:port``) failed: a connect attempt (``failures``
+    attempts in a row so far, 1 at the start of an outage) or an open connection that broke
+    (``failures`` 0)."""
+
+    broker: str
+    error: str
+    failures: int
+
+
+@attrs.frozen
+class BrokerRecovered:
+    """A connection to ``broker`` was made after ``failures`` failed attempts over ``down_s``."""
+
+    broker: str
+    failures: int
+    down_s: float
+
+
 Event = (Joined | Synced | RebalanceStarted | RebalanceFinished | HeartbeatSent
-         | HeartbeatAnswered | CommitDone | CommitFailed | FetchCompleted)
+         | HeartbeatAnswered | CommitDone | CommitFailed | FetchCompleted | GroupRequestDone
+         | MemberStateChanged | PartitionsAssigned | PartitionsRevoked | PartitionsLost | Polled
+         | Processed | BrokerUnreachable | BrokerRecovered)
 Hook = Callable[[Event], None]
 
 

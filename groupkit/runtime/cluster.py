@@ -13,7 +13,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -36,6 +36,7 @@ from groupkit.errors import (
     check_error,
     error_for_code,
 )
+from groupkit.hooks import Hook
 from groupkit.protocol.messages.find_coordinator import (
     KEY_TYPE_GROUP,
     FindCoordinatorRequest,
@@ -82,6 +83,8 @@ class Cluster:
 
     config: ClientConfig
     allow_auto_topic_creation: bool = False
+    #: Given to every connection (failed connects, broken connections, recoveries).
+    hooks: Sequence[Hook] = ()
     metadata: ClusterMetadata = attrs.field(factory=ClusterMetadata, init=False)
     _topics: set[str] = attrs.field(factory=set, init=False, repr=False)
     _conns: dict[tuple[int, str], BrokerConnection] = attrs.field(factory=dict, init=False,
@@ -112,7 +115,7 @@ class Cluster:
             connect_timeout_ms=c.socket_connection_setup_timeout_ms,
             reconnect_backoff_ms=max(1, c.reconnect_backoff_ms),
             reconnect_backoff_max_ms=max(1, c.reconnect_backoff_max_ms),
-            max_frame_size=c.max_frame_size, tls=tls, sasl=sasl)
+            max_frame_size=c.max_frame_size, tls=tls, sasl=sasl, hooks=self.hooks)
 
     def connection(self, node_id: int, purpose: str = DEFAULT) -> BrokerConnection:
         """The pooled connection to ``node_id`` for ``purpose`` (made on first use)."""

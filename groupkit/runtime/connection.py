@@ -6,7 +6,8 @@ and completes their futures, so a long-poll Fetch never delays a Heartbeat sent 
 watchdog thread per socket fails requests that outlive their timeout and then closes the
 socket (later responses would be out of order), like the Java client. Any socket failure fails
 every waiter at once with KafkaConnectionError; the next ``send`` reconnects after an
-exponential backoff with jitter.
+exponential backoff with jitter. ``hooks`` hear of failed connects and broken connections
+(``BrokerUnreachable``) and of the first connect after failures (``BrokerRecovered``).
 
 Future callbacks run on the reader thread: keep them short and never block in them.
 """
@@ -21,7 +22,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -38,6 +39,7 @@ from groupkit.errors import (
     UnsupportedVersionError,
     check_error,
 )
+from groupkit.hooks import BrokerRecovered, BrokerUnreachable, Hook, emit
 from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 from groupkit.protocol.headers import (
     decode_response_frame,
@@ -50,7 +52,7 @@ from groupkit.protocol.versions import negotiate
 from groupkit.runtime.sasl import SaslCredentials, authenticate
 from groupkit.runtime.tls import SerialTlsSocket, TlsConfig
 
-__all__ = ["BrokerConnection", "RequestSent", "ResponseReceived", "backoff_ms"]
+__all__ = ["BrokerConnection", "backoff_ms"]
 
 log = logging.getLogger(__name__)
 
@@ -59,33 +61,6 @@ _PRODUCE = 0
 _SASL_AUTHENTICATE = 36
 _UNSUPPORTED_VERSION = 35
 _RECV_BYTES = 256 * 1024
-
-
-@attrs.frozen
-class RequestSent:
-    """A request frame was written to the socket."""
-
-    broker: str
-    api_key: int
-    api_version: int
-    correlation_id: int
-    size: int
-
-
-@attrs.frozen
-class ResponseReceived:
-    """A request finished: with its response (``error`` None) or with the exception it failed with."""
-
-    broker: str
-    api_key: int
-    api_version: int
-    correlation_id: int
-    latency_s: float
-    error: BaseException | None = None
-
-
-#: Called on the sending or reader thread; it must be quick and must not raise.
-MetricsHook = Callable[[RequestSent | ResponseReceived], None]
 
 
 def backoff_ms(failures: int, base_ms: int, max_ms: int, jitter: float) -> float:
@@ -140,7 +115,7 @@ class BrokerConnection:
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
     tls: TlsConfig | None = None
     sasl: SaslCredentials | None = None
-    metrics_hook: MetricsHook | None = attrs.field(default=None, repr=False)
+    hooks: Sequence[Hook] = attrs.field(default=(), repr=False)
     jitter: Callable[[], float] = attrs.field(default=random.random, repr=False)
     _link: _Link | None = attrs.field(default=None, init=False, repr=False)
     _state_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
@@ -150,6 +125,7 @@ class BrokerConnection:
     _next_correlation_id: int = attrs.field(default=0, init=False, repr=False)
     _failures: int = attrs.field(default=0, init=False, repr=False)
     _retry_at: float = attrs.field(default=0.0, init=False, repr=False)
+    _down_since: float = attrs.field(default=0.0, init=False, repr=False)
     _closed: bool = attrs.field(default=False, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -203,12 +179,19 @@ class BrokerConnection:
                 time.sleep(delay)
             try:
                 self._open()
-            except BaseException:
+            except BaseException as exc:
                 self._failures += 1
-                self._retry_at = time.monotonic() + backoff_ms(
+                now = time.monotonic()
+                if self._failures == 1:
+                    self._down_since = now
+                self._retry_at = now + backoff_ms(
                     self._failures, self.reconnect_backoff_ms, self.reconnect_backoff_max_ms,
                     self.jitter()) / 1000
+                emit(self.hooks, BrokerUnreachable(self.address, str(exc), self._failures))
                 raise
+            if self._failures:
+                emit(self.hooks, BrokerRecovered(self.address, self._failures,
+                                                 time.monotonic() - self._down_since))
             self._failures = 0
             self._retry_at = 0.0
 
@@ -351,8 +334,6 @@ class BrokerConnection:
                     future.set_exception(KafkaConnectionError(
                         f"writing to {self.address} failed: {exc}"))
                 return future
-        self._emit(RequestSent(self.address, request.API_KEY, version, correlation_id,
-                               len(frame)))
         if not expects_response:
             future.set_result(None)
         return future
@@ -389,8 +370,6 @@ class BrokerConnection:
                 return
             link.pending.popleft()
         head.future.set_result(response)
-        self._emit(ResponseReceived(self.address, head.api_key, head.version, correlation_id,
-                                    time.monotonic() - head.sent_at))
 
     def _watch_loop(self, link: _Link) -> None:
         with link.cond:
@@ -433,7 +412,9 @@ class BrokerConnection:
             # An idle connection closed by the broker (connections.max.idle.ms) is routine.
             log.log(logging.WARNING if waiters else logging.INFO,
                     "connection to %s closed: %s", self.address, error)
-        now = time.monotonic()
+            if link.versions:
+                # An established connection broke (a failed handshake is reported by connect).
+                emit(self.hooks, BrokerUnreachable(self.address, str(error), 0))
         for pending in waiters:
             if pending is culprit or (culprit is None and isinstance(error, KafkaConnectionError)):
                 exc: GroupkitError = error
@@ -441,8 +422,6 @@ class BrokerConnection:
                 exc = KafkaConnectionError(f"the connection to {self.address} was closed: {error}")
                 exc.__cause__ = error
             pending.future.set_exception(exc)
-            self._emit(ResponseReceived(self.address, pending.api_key, pending.version,
-                                        pending.correlation_id, now - pending.sent_at, exc))
 
     def close(self) -> None:
         """Close the socket for good; requests in flight fail with KafkaConnectionError."""
@@ -458,14 +437,6 @@ class BrokerConnection:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    def _emit(self, event: RequestSent | ResponseReceived) -> None:
-        if self.metrics_hook is None:
-            return
-        try:
-            self.metrics_hook(event)
-        except Exception:
-            log.exception("metrics hook failed on %s", type(event).__name__)
 
 
 def _decode(frame: bytes, pending: _Pending) -> Response:

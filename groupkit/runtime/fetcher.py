@@ -32,7 +32,7 @@ from groupkit.errors import (
     NoOffsetForPartitionError,
     error_for_code,
 )
-from groupkit.hooks import FetchCompleted, Hook, emit
+from groupkit.hooks import FetchCompleted, Hook, PartitionProgress, emit
 from groupkit.protocol.messages.fetch import (
     READ_COMMITTED,
     READ_UNCOMMITTED,
@@ -103,6 +103,11 @@ class _Partition:
     log_end: int = -1
     buffered: int = 0
     chunks: collections.deque[_Chunk] = attrs.field(factory=collections.deque)
+    #: What ``take`` handed over since the last ``progress()``: records, wire bytes, and the
+    #: timestamp of the last record (-1 when none); for the Polled hook event.
+    taken: int = 0
+    taken_bytes: int = 0
+    last_timestamp: int = -1
 
     @property
     def caught_up(self) -> bool:
@@ -257,7 +262,10 @@ class Fetcher:
                     out.extend(piece)
                     chunk.index += len(piece)
                     if piece:
-                        part.position = piece[-1].offset + 1
+                        last = piece[-1]
+                        part.position = last.offset + 1
+                        part.taken += len(piece)
+                        part.last_timestamp = last.timestamp
                     if chunk.index >= len(chunk.records):
                         part.chunks.popleft()
                         freed = chunk.left
@@ -267,6 +275,7 @@ class Fetcher:
                         freed = chunk.size * len(piece) // len(chunk.records)
                     chunk.left -= freed
                     part.buffered -= freed
+                    part.taken_bytes += freed
                     self._buffered -= freed
                     refetch = refetch or part.buffered < mark <= part.buffered + freed
                     if len(out) >= max_records:
@@ -275,6 +284,25 @@ class Fetcher:
             if refetch:
                 self._cond.notify_all()
         return out
+
+    def progress(self) -> tuple[PartitionProgress, ...]:
+        """Where each positioned partition stands, with what ``take`` handed over from it since
+        the last call (one snapshot per poll, for the ``Polled`` hook event)."""
+        committed = self.config.isolation_level == "read_committed"
+        out = []
+        with self._cond:
+            for tp, part in self._parts.items():
+                if part.position is None:
+                    continue
+                end = part.log_end
+                if end < 0 and not committed:
+                    end = part.high_watermark
+                out.append(PartitionProgress(tp.topic, tp.partition, part.taken,
+                                             part.taken_bytes, part.position, end,
+                                             part.last_timestamp))
+                part.taken = part.taken_bytes = 0
+                part.last_timestamp = -1
+        return tuple(out)
 
     def _part(self, tp: TopicPartition) -> _Partition:
         part = self._parts.get(tp)

@@ -27,6 +27,7 @@ from groupkit.errors import (
     GroupkitError,
     IllegalStateError,
     RequestTimeoutError,
+    error_for_code,
 )
 from groupkit.group import (
     Assigned,
@@ -45,10 +46,12 @@ from groupkit.group import (
 from groupkit.group.states import TERMINAL_STATES
 from groupkit.hooks import (
     Event,
+    GroupRequestDone,
     HeartbeatAnswered,
     HeartbeatSent,
     Hook,
     Joined,
+    MemberStateChanged,
     RebalanceFinished,
     RebalanceStarted,
     Synced,
@@ -108,7 +111,7 @@ class GroupRunner:
     _coordinator: Coordinator | None = attrs.field(init=False, default=None)
     _fence: CommitFence | None = attrs.field(init=False, default=None)
     _state: MemberState = attrs.field(init=False, default=MemberState.UNJOINED)
-    _sent_at: dict[int, float] = attrs.field(init=False, factory=dict)
+    _sent_at: dict[int, tuple[float, str]] = attrs.field(init=False, factory=dict)
     _rebalance_since: float | None = attrs.field(init=False, default=None)
 
     # --- the application's side (any thread) ---------------------------------------------------
@@ -271,6 +274,9 @@ class GroupRunner:
             for out in outputs:
                 self._carry_out(out, now)
         state = self.machine.state
+        if state is not self._state:
+            self._emit(MemberStateChanged(self.machine.config.group_id, self._state.name,
+                                          state.name))
         self._state = state
         try:
             self._fence = self.machine.commit_fence()
@@ -318,7 +324,7 @@ class GroupRunner:
         except GroupkitError as exc:
             self._post(partial(self.machine.on_request_failed, out.token, exc))
             return
-        self._sent_at[out.token] = now
+        self._sent_at[out.token] = (now, type(request).__name__.removesuffix("Request"))
         future = conn.send(request, timeout_ms=out.timeout_ms)
         future.add_done_callback(lambda f: self._answered(out.token, f))
 
@@ -341,13 +347,20 @@ class GroupRunner:
             self._post(lambda now: self._respond(token, future.result(), now))
 
     def _failed(self, token: int, error: BaseException, now: float) -> None:
-        self._sent_at.pop(token, None)
+        sent = self._sent_at.pop(token, None)
         self.machine.on_request_failed(token, error, now)
+        if sent is not None:
+            self._emit(GroupRequestDone(self.machine.config.group_id, sent[1],
+                                        type(error).__name__, now - sent[0]))
 
     def _respond(self, token: int, response: Response, now: float) -> None:
-        sent = self._sent_at.pop(token, now)
+        sent, api = self._sent_at.pop(token, (now, type(response).__name__.removesuffix(
+            "Response")))
         group_id = self.machine.config.group_id
         self.machine.on_response(token, response, now)
+        code = getattr(response, "error_code", 0)
+        self._emit(GroupRequestDone(group_id, api, error_for_code(code).name if code else "",
+                                    now - sent))
         if isinstance(response, HeartbeatResponse):
             self._emit(HeartbeatAnswered(group_id, response.error_code, now - sent))
         elif isinstance(response, JoinGroupResponse) and not response.error_code \

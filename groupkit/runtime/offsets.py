@@ -226,6 +226,14 @@ class OffsetStore:
         """Store ``offsets`` (the next offset to read per partition) and wait for the answer."""
         if not offsets:
             return
+        try:
+            self._commit(offsets, timeout)
+        except GroupkitError as exc:
+            emit(self.hooks, CommitFailed(self.config.group_id or "", len(offsets), str(exc),
+                                          type(exc).__name__))
+            raise
+
+    def _commit(self, offsets: Mapping[TopicPartition, int], timeout: float) -> None:
         pending = dict(offsets)
         deadline = time.monotonic() + timeout
         attempt = 0
@@ -244,7 +252,7 @@ class OffsetStore:
             committed |= set(pending) - set(errors)
             if not errors:
                 emit(self.hooks, CommitDone(self.group_id, len(offsets),
-                                            time.monotonic() - started))
+                                            time.monotonic() - started, _triples(offsets)))
                 return
             retry_after = self._judge(errors, fence, attempt, deadline)
             pending = {tp: pending[tp] for tp in errors}
@@ -254,7 +262,6 @@ class OffsetStore:
                     + "; ".join(f"{tp.topic}-{tp.partition}: {error_for_code(code).name}"
                                 for tp, code in sorted(errors.items())[:10]),
                     {tp: error_for_code(code)() for tp, code in errors.items()}, committed)
-                emit(self.hooks, CommitFailed(self.group_id, len(offsets), str(failure)))
                 raise failure
             self._pause_for(retry_after, deadline, "OffsetCommit")
 
@@ -273,6 +280,8 @@ class OffsetStore:
             fence = self._fence()
             future = self._send_commit(offsets, fence)
         except GroupkitError as exc:
+            emit(self.hooks, CommitFailed(self.config.group_id or "", len(offsets), str(exc),
+                                          type(exc).__name__))
             self._finish(callback, offsets, exc)
             return
         started = time.monotonic()
@@ -298,9 +307,10 @@ class OffsetStore:
                 self.cluster.invalidate_coordinator(self.group_id)
             if error is None:
                 emit(self.hooks, CommitDone(self.group_id, len(offsets),
-                                            time.monotonic() - started))
+                                            time.monotonic() - started, _triples(offsets)))
             else:
-                emit(self.hooks, CommitFailed(self.group_id, len(offsets), str(error)))
+                emit(self.hooks, CommitFailed(self.group_id, len(offsets), str(error),
+                                              type(error).__name__))
             self._finish(callback, offsets, error)
             with self._lock:
                 self._async_in_flight -= 1
@@ -358,8 +368,6 @@ class OffsetStore:
                     fence, code, attempt, max(0.1, deadline - time.monotonic()))
                 if decision.error is not None:
                     if isinstance(decision.error, CommitFailedError):
-                        emit(self.hooks, CommitFailed(self.group_id, len(errors),
-                                                      str(decision.error)))
                         raise decision.error
                     return None
                 retry = max(retry or 0.0, decision.retry_after or 0.0)
@@ -408,6 +416,10 @@ def _commit_errors(response: OffsetCommitResponse,
         if tp not in answered:
             errors[tp] = _UNKNOWN_SERVER_ERROR
     return errors
+
+
+def _triples(offsets: Mapping[TopicPartition, int]) -> tuple[tuple[str, int, int], ...]:
+    return tuple((tp.topic, tp.partition, offset) for tp, offset in offsets.items())
 
 
 def _raise_code(code: int, api: str) -> None:

@@ -26,7 +26,7 @@ from groupkit.protocol.messages.fetch import (
 )
 from groupkit.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from groupkit.protocol.versions import negotiate
-from groupkit.runtime.connection import BrokerConnection, RequestSent, ResponseReceived
+from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.sasl import SaslCredentials
 from groupkit.runtime.tls import TlsConfig
 from groupkit.testing import LocalBroker, probe_api_versions
@@ -68,19 +68,13 @@ def test_versions_are_negotiated_from_api_versions(kafka_broker, conn) -> None: 
 
 
 def test_many_requests_pipelined_on_one_connection(kafka_broker) -> None:  # noqa: F811
-    events: list[RequestSent | ResponseReceived] = []
-    with BrokerConnection(kafka_broker.host, kafka_broker.port,
-                          metrics_hook=events.append) as c:
+    with BrokerConnection(kafka_broker.host, kafka_broker.port) as c:
         c.connect()
-        events.clear()
         futures = [c.send(MetadataRequest()) for _ in range(200)]
+        assert c.in_flight() > 1, "the requests should be in flight together"
         results = [f.result(30) for f in futures]
     assert all(isinstance(r, MetadataResponse) for r in results)
     assert all(r.brokers[0].port == kafka_broker.port for r in results)
-    sent = [e.correlation_id for e in events if isinstance(e, RequestSent)]
-    done = [e for e in events if isinstance(e, ResponseReceived)]
-    assert len(sent) == 200 and [e.correlation_id for e in done] == sent
-    assert all(e.api_key == 3 and e.error is None and e.latency_s >= 0 for e in done)
 
 
 def test_eight_threads_share_one_connection(conn) -> None:

@@ -20,6 +20,7 @@ from groupkit.errors import (
     KafkaConnectionError,
     RequestTimeoutError,
 )
+from groupkit.hooks import BrokerRecovered, BrokerUnreachable
 from groupkit.protocol.framing import FrameDecoder
 from groupkit.protocol.headers import RequestHeader, decode_request_frame, encode_response_frame
 from groupkit.protocol.messages.api_versions import (
@@ -32,7 +33,7 @@ from groupkit.protocol.messages.produce import ProduceRequest
 from groupkit.protocol.messages.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 from groupkit.protocol.schema import Request
 from groupkit.protocol.versions import CLIENT_VERSIONS
-from groupkit.runtime.connection import BrokerConnection, ResponseReceived
+from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.sasl import SaslCredentials
 
 Handler = Callable[[socket.socket, RequestHeader, Request], None]
@@ -53,9 +54,9 @@ class FakeBroker:
     """Accepts connections; answers ApiVersions itself and hands every other request to
     ``handler``, which may reply, stay silent or misbehave."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, port: int = 0) -> None:
         self.handler = handler
-        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server = socket.create_server(("127.0.0.1", port))
         self.port = self.server.getsockname()[1]
         self.received: list[RequestHeader] = []
         self.connections = 0
@@ -96,8 +97,8 @@ class FakeBroker:
 def fake_broker():
     brokers: list[FakeBroker] = []
 
-    def make(handler: Handler) -> FakeBroker:
-        broker = FakeBroker(handler)
+    def make(handler: Handler, port: int = 0) -> FakeBroker:
+        broker = FakeBroker(handler, port)
         brokers.append(broker)
         return broker
 
@@ -133,7 +134,7 @@ def test_silent_broker_times_out_the_request_and_closes(fake_broker) -> None:
     broker = fake_broker(lambda sock, header, request: None)
     events: list[object] = []
     with BrokerConnection("127.0.0.1", broker.port, request_timeout_ms=300,
-                          metrics_hook=events.append) as conn:
+                          hooks=[events.append]) as conn:
         conn.connect()
         first = conn.send(MetadataRequest())
         second = conn.send(MetadataRequest(), timeout_ms=10_000)
@@ -142,17 +143,44 @@ def test_silent_broker_times_out_the_request_and_closes(fake_broker) -> None:
         with pytest.raises(KafkaConnectionError, match="closed"):
             second.result(1)
         assert not conn.connected and conn.in_flight() == 0
-    failed = [e for e in events if isinstance(e, ResponseReceived) and e.error is not None]
-    assert [type(e.error) for e in failed] == [RequestTimeoutError, KafkaConnectionError]
-    assert failed[0].latency_s >= 0.3
+    # The broken connection is reported once; close() afterwards is not a failure.
+    assert len(events) == 1 and isinstance(events[0], BrokerUnreachable)
+    assert events[0].broker == f"127.0.0.1:{broker.port}" and events[0].failures == 0
+    assert "within 300 ms" in events[0].error
 
 
-def test_a_failing_metrics_hook_does_not_break_the_connection(fake_broker) -> None:
+def test_failed_connects_and_the_recovery_reach_the_hooks(fake_broker) -> None:
+    port = _free_port()
+    events: list[object] = []
+    with BrokerConnection("127.0.0.1", port, reconnect_backoff_ms=1, reconnect_backoff_max_ms=1,
+                          hooks=[events.append]) as conn:
+        for _ in range(2):
+            with pytest.raises(KafkaConnectionError, match="cannot connect"):
+                conn.connect()
+        assert [(type(e), e.failures) for e in events] == [(BrokerUnreachable, 1),
+                                                           (BrokerUnreachable, 2)]
+        fake_broker(metadata_reply, port)  # the broker comes (back) on that address
+        assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
+    assert len(events) == 3 and isinstance(events[2], BrokerRecovered)
+    assert events[2].broker == f"127.0.0.1:{port}"
+    assert events[2].failures == 2 and events[2].down_s > 0
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_failing_hook_does_not_break_the_connection(fake_broker) -> None:
     def broken_hook(event: object) -> None:
         raise RuntimeError("hook bug")
 
     broker = fake_broker(metadata_reply)
-    with BrokerConnection("127.0.0.1", broker.port, metrics_hook=broken_hook) as conn:
+    refused = BrokerConnection("127.0.0.1", _free_port(), hooks=[broken_hook])
+    with pytest.raises(KafkaConnectionError, match="cannot connect"):
+        refused.connect()
+    with BrokerConnection("127.0.0.1", broker.port, hooks=[broken_hook]) as conn:
         assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
         assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
 

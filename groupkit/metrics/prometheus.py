@@ -1,0 +1,262 @@
+"""``PrometheusMetrics``: a hook that turns groupkit's events into Prometheus metrics.
+
+Pass it in ``hooks=[...]`` to a Consumer or GroupConsumer. It keeps the metrics of
+``groupkit.metrics.definitions`` in its own ``CollectorRegistry`` (never the global one) unless
+given one. Events arrive at most once per poll, fetch, heartbeat, commit or rebalance step, so
+the cost per record is nil; label children are cached so a busy poll loop does no label lookups.
+
+Under prometheus-client's multiprocess mode (``PROMETHEUS_MULTIPROC_DIR`` set before
+``prometheus_client`` is first imported) every instance in one process shares one set of
+metric objects: two objects with the same name would write the same slot of the process's
+value file and overwrite each other's counts.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from groupkit.group.states import MemberState
+from groupkit.hooks import (
+    BrokerUnreachable,
+    CommitDone,
+    CommitFailed,
+    Event,
+    FetchCompleted,
+    GroupRequestDone,
+    Joined,
+    MemberStateChanged,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+    Polled,
+    Processed,
+    RebalanceFinished,
+)
+from groupkit.metrics.definitions import METRICS, MetricSet
+from groupkit.metrics.multiprocess import multiprocess_dir
+
+__all__ = ["PrometheusMetrics"]
+
+#: Join/Sync answers that are steps of the protocol, not failed rebalances: a new member of a
+#: v4+ group is always asked to rejoin with its id (KIP-394). The Java client counts every
+#: failed join future; groupkit leaves this one out so a healthy group shows no failures.
+_NOT_FAILURES = frozenset({"", "MEMBER_ID_REQUIRED"})
+_STATES = tuple(s.name for s in MemberState)
+_CALLBACKS = {PartitionsAssigned: "on_assigned", PartitionsRevoked: "on_revoked",
+              PartitionsLost: "on_lost"}
+
+_shared_lock = threading.Lock()
+_shared: MetricSet | None = None
+
+
+def _shared_metrics(registry: CollectorRegistry | None) -> MetricSet:
+    """The process-wide MetricSet of multiprocess mode, also registered in ``registry``."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = MetricSet(registry if registry is not None else CollectorRegistry())
+        elif registry is not None and registry is not _shared.registry:
+            for spec in METRICS:
+                registry.register(getattr(_shared, spec.attribute))
+        return _shared
+
+
+class PrometheusMetrics:
+    """A hook (``Callable[[Event], None]``) feeding the groupkit metrics in ``registry``.
+
+    ``registry`` defaults to a new private ``CollectorRegistry``; serve it with
+    ``groupkit.metrics.serve(metrics.registry, port)``. Safe to call from any thread. Share one
+    instance between consumers of different groups if you like; two members of the same group
+    in one process should each have their own (their member state and lag would mix).
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        if multiprocess_dir() is not None:
+            self.metrics = _shared_metrics(registry)
+        else:
+            self.metrics = MetricSet(registry if registry is not None else CollectorRegistry())
+        self.registry: CollectorRegistry = registry if registry is not None \
+            else self.metrics.registry
+        self._multiprocess = multiprocess_dir() is not None
+        self._lock = threading.Lock()
+        self._states: dict[str, str] = {}
+        self._children: dict[tuple[Any, ...], Any] = {}
+        # (group, topic, partition) -> [lag records, lag seconds, last record timestamp ms]
+        self._lag: dict[tuple[str, str, int], list[Any]] = {}
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            GroupRequestDone: self._group_request,
+            RebalanceFinished: self._rebalance_finished,
+            Joined: self._joined,
+            MemberStateChanged: self._state_changed,
+            PartitionsAssigned: self._assigned,
+            PartitionsRevoked: self._revoked,
+            PartitionsLost: self._lost,
+            Polled: self._polled,
+            Processed: self._processed,
+            CommitDone: self._commit_done,
+            CommitFailed: self._commit_failed,
+            FetchCompleted: self._fetched,
+            BrokerUnreachable: self._unreachable,
+        }
+
+    def __call__(self, event: Event) -> None:
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(event)
+
+    def _child(self, attribute: str, *labels: Any) -> Any:
+        """The cached label child of metric ``attribute`` (``labels()`` takes a lock)."""
+        key = (attribute, *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = getattr(self.metrics, attribute).labels(*labels)
+            self._children[key] = child
+        return child
+
+    # --- membership ----------------------------------------------------------------------------
+
+    def _group_request(self, e: GroupRequestDone) -> None:
+        if e.api == "Heartbeat":
+            self._child("heartbeat_duration_seconds", e.group_id).observe(e.latency_s)
+            if e.error:
+                self._child("heartbeat_errors_total", e.group_id, e.error).inc()
+            else:
+                self._child("last_heartbeat_timestamp_seconds", e.group_id).set(time.time())
+        elif e.api in ("JoinGroup", "SyncGroup"):
+            if not e.error:
+                name = "join_duration_seconds" if e.api == "JoinGroup" else "sync_duration_seconds"
+                self._child(name, e.group_id).observe(e.latency_s)
+            elif e.error not in _NOT_FAILURES:
+                self._child("rebalances_total", e.group_id, "failed").inc()
+
+    def _rebalance_finished(self, e: RebalanceFinished) -> None:
+        self._child("rebalances_total", e.group_id, "ok").inc()
+        self._child("rebalance_duration_seconds", e.group_id).observe(e.duration_s)
+        self._child("last_rebalance_timestamp_seconds", e.group_id).set(time.time())
+        self._child("generation", e.group_id).set(e.generation_id)
+
+    def _joined(self, e: Joined) -> None:
+        self._child("generation", e.group_id).set(e.generation_id)
+
+    def _state_changed(self, e: MemberStateChanged) -> None:
+        with self._lock:
+            before = self._states.get(e.group_id)
+            self._states[e.group_id] = e.state
+        if before is None:
+            for state in _STATES:
+                self._child("member_state", e.group_id, state).set(0)
+        elif before != e.state:
+            self._child("member_state", e.group_id, before).set(0)
+        self._child("member_state", e.group_id, e.state).set(1)
+
+    def _assigned(self, e: PartitionsAssigned) -> None:
+        for topic, n in _per_topic(e.partitions).items():
+            self._child("assigned_partitions", e.group_id, topic).inc(n)
+        self._callback(e)
+
+    def _revoked(self, e: PartitionsRevoked) -> None:
+        self._given_up(e.group_id, e.partitions)
+        if e.partitions:
+            self._child("partitions_revoked_total", e.group_id).inc(len(e.partitions))
+        self._callback(e)
+
+    def _lost(self, e: PartitionsLost) -> None:
+        self._given_up(e.group_id, e.partitions)
+        if e.partitions:
+            self._child("partitions_lost_total", e.group_id).inc(len(e.partitions))
+        self._callback(e)
+
+    def _callback(self, e: PartitionsAssigned | PartitionsRevoked | PartitionsLost) -> None:
+        self._child("rebalance_callback_duration_seconds", e.group_id,
+                    _CALLBACKS[type(e)]).observe(e.callback_s)
+
+    def _given_up(self, group: str, partitions: frozenset[tuple[str, int]]) -> None:
+        """Partitions no longer held: their count drops and their lag is no longer ours."""
+        for topic, n in _per_topic(partitions).items():
+            self._child("assigned_partitions", group, topic).dec(n)
+        for topic, partition in partitions:
+            key = (group, topic, partition)
+            if self._lag.pop(key, None) is None:
+                continue
+            labels = (group, topic, str(partition))
+            for attribute in ("consumer_lag_records", "consumer_lag_seconds"):
+                child = self._children.pop((attribute, *labels), None)
+                if child is None:
+                    continue
+                if self._multiprocess:
+                    # Labels cannot be removed in multiprocess mode; 0 adds nothing to the
+                    # new owner's value under livesum/livemax.
+                    child.set(0)
+                else:
+                    getattr(self.metrics, attribute).remove(*labels)
+
+    # --- consuming -----------------------------------------------------------------------------
+
+    def _polled(self, e: Polled) -> None:
+        group = e.group_id or ""
+        now = time.time()
+        self._child("last_poll_timestamp_seconds", group).set(now)
+        if not e.partitions:
+            return
+        by_topic: dict[str, list[int]] | None = None
+        for p in e.partitions:
+            if p.records:
+                if by_topic is None:
+                    by_topic = {}
+                sums = by_topic.setdefault(p.topic, [0, 0])
+                sums[0] += p.records
+                sums[1] += p.size
+            if p.log_end < 0:
+                continue
+            key = (group, p.topic, p.partition)
+            state = self._lag.get(key)
+            if state is None:
+                state = self._lag[key] = [None, None, -1]
+            if p.last_timestamp_ms >= 0:
+                state[2] = p.last_timestamp_ms
+            lag = max(0, p.log_end - p.position)
+            if lag != state[0]:
+                state[0] = lag
+                self._child("consumer_lag_records", group, p.topic, str(p.partition)).set(lag)
+            if lag == 0:
+                seconds: float | None = 0.0
+            elif state[2] >= 0:
+                seconds = max(0.0, now - state[2] / 1000)
+            else:
+                seconds = None  # nothing consumed yet: the age of the backlog is unknown
+            if seconds is not None and seconds != state[1]:
+                state[1] = seconds
+                self._child("consumer_lag_seconds", group, p.topic, str(p.partition)).set(seconds)
+        if by_topic:
+            for topic, (records, size) in by_topic.items():
+                self._child("records_consumed_total", group, topic).inc(records)
+                self._child("bytes_consumed_total", group, topic).inc(size)
+
+    def _processed(self, e: Processed) -> None:
+        self._child("process_duration_seconds", e.group_id).observe(e.duration_s)
+        if e.failed:
+            self._child("process_errors_total", e.group_id).inc(e.failed)
+
+    def _commit_done(self, e: CommitDone) -> None:
+        self._child("commit_duration_seconds", e.group_id).observe(e.latency_s)
+        for topic, partition, offset in e.offsets:
+            self._child("committed_offset", e.group_id, topic, str(partition)).set(offset)
+
+    def _commit_failed(self, e: CommitFailed) -> None:
+        self._child("commit_errors_total", e.group_id, e.error_type).inc()
+
+    def _fetched(self, e: FetchCompleted) -> None:
+        self._child("fetch_duration_seconds", str(e.node_id)).observe(e.latency_s)
+
+    def _unreachable(self, e: BrokerUnreachable) -> None:
+        self._child("connection_errors_total", e.broker).inc()
+
+
+def _per_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, int]:
+    return collections.Counter(topic for topic, _ in partitions)
