@@ -52,6 +52,8 @@ class GroupConsumer:
     Configure with class attributes (``topics``, ``group_id``, ``on_error`` and any
     :class:`~groupkit.config.ConsumerConfig` name such as ``session_timeout_ms``); constructor
     keyword arguments override them; ``hooks`` go to the Consumer (runtime events for metrics).
+    ``metrics_port`` serves Prometheus ``/metrics`` and ``/healthz`` while ``run()`` runs (0
+    picks a free port: read ``metrics_address``); see ``groupkit.metrics``.
 
     ``on_error`` chooses what an exception from ``process`` does: ``"stop"`` commits what was
     processed before it, leaves the group and re-raises it from ``run()``; ``"skip"`` logs it

@@ -109,7 +109,8 @@ class FetchCompleted:
 
 @attrs.frozen
 class GroupRequestDone:
-    """A JoinGroup, SyncGroup, Heartbeat or LeaveGroup (``api``) finished after ``latency_s``.
+    """A request of the membership protocol (``api``: FindCoordinator, JoinGroup, SyncGroup,
+    Heartbeat or LeaveGroup) finished after ``latency_s``.
 
     ``error`` is "" when the coordinator accepted it, the broker's error name when it answered
     with one (``REBALANCE_IN_PROGRESS``), or the exception's class name when no answer came

@@ -17,6 +17,7 @@ import attrs
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from groupkit.errors import ConfigError
 from groupkit.metrics.health import HealthCheck
 
 __all__ = ["MetricsServer", "serve"]
@@ -72,12 +73,19 @@ def serve(registry: CollectorRegistry, port: int, host: str = "0.0.0.0", *,
     ``health``, ``/healthz`` answers 404 saying so. Returns once the socket is bound.
     """
     handler = type("_Handler", (_Handler,), {"registry": registry, "health": health})
-    server = _Server((host, port), handler)
+    try:
+        server = _Server((host, port), handler)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}; choose another port"
+            " (0 picks a free one) or stop what uses it") from None
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.5},
                               daemon=True, name=f"groupkit-metrics-{server.server_address[1]}")
     thread.start()
     running = MetricsServer(server, thread)
-    log.info("serving metrics on %s/metrics and health on %s/healthz", running.url, running.url)
+    host, port = running.address
+    log.info("serving metrics on %s:%d: %s/metrics and %s/healthz", host, port, running.url,
+             running.url)
     return running
 
 
