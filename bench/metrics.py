@@ -1,11 +1,12 @@
 """What the metrics cost: the same records consumed with and without them, in the same run.
 
-Two loops, each run with metrics off and on, alternating (off, on, off, on, ...) so a change
-in the machine's load hits both alike; the best run of each is kept:
+Two loops, each run with metrics off and on, alternating (off, on, on, off, ...) so a change
+in the machine's load hits both alike; the best run of each is kept. Each topic size (4 and
+64 partitions by default) gets its own topic of N records of 100 bytes:
 
-- ``poll loop``: a ``Consumer`` assigned the partitions of a 4-partition topic, reading N
-  records of 100 bytes with ``poll()`` and nothing else (the worst case for the relative
-  cost: no application work). "on" adds ``PrometheusMetrics`` and ``HealthCheck`` as hooks.
+- ``poll loop``: a ``Consumer`` assigned every partition of the topic, reading the records
+  with ``poll()`` and nothing else (the worst case for the relative cost: no application
+  work). "on" adds ``PrometheusMetrics`` and ``HealthCheck`` as hooks.
 - ``GroupConsumer``: a subclass whose ``process(record)`` only counts; "on" sets
   ``metrics_port=0`` (the hooks plus a /metrics and /healthz server, scraped once a second
   by a thread of this benchmark, as Prometheus would).
@@ -13,7 +14,7 @@ in the machine's load hits both alike; the best run of each is kept:
 Records/s are counted from the first record to the N-th. Setup (topic, records) uses
 confluent-kafka and is not measured.
 
-    .venv/bin/python -m bench.metrics [--records N] [--repeat R]
+    .venv/bin/python -m bench.metrics [--records N] [--repeat R] [--partitions 4,64]
 """
 
 from __future__ import annotations
@@ -26,13 +27,29 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from bench.group import CONSUME_PARTITIONS, make_topic, produce
+from bench.group import VALUE, make_topic
 
 SETTINGS = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
             "auto_offset_reset": "earliest"}
 
 
-def poll_loop(bootstrap: str, topic: str, n: int, metrics: bool) -> float:
+def produce(bootstrap: str, topic: str, n: int, partitions: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
+                         "batch.num.messages": 10000, "queue.buffering.max.messages": 200000})
+    for i in range(n):
+        while True:
+            try:
+                producer.produce(topic, VALUE, partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    if producer.flush(120) != 0:
+        raise RuntimeError("could not produce the benchmark records")
+
+
+def poll_loop(bootstrap: str, topic: str, partitions: int, n: int, metrics: bool) -> float:
     """Records/s of a bare poll loop over ``n`` records."""
     from assignors import TopicPartition
     from groupkit.consumer import Consumer
@@ -46,7 +63,7 @@ def poll_loop(bootstrap: str, topic: str, n: int, metrics: bool) -> float:
     if metrics:
         consumer.hooks.append(HealthCheck.for_config(consumer.config))
     try:
-        consumer.assign([TopicPartition(topic, p) for p in range(CONSUME_PARTITIONS)])
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
         count, first = 0, 0.0
         deadline = time.monotonic() + 120
         while count < n:
@@ -99,9 +116,14 @@ def _scrape_while(worker: Any, done: threading.Event) -> None:
     """Scrape the worker's /metrics once a second while it runs (when it serves them)."""
     while not done.wait(1.0):
         address = worker.metrics_address
-        if address is not None:
+        if address is None:
+            continue
+        try:
             with urllib.request.urlopen(f"http://127.0.0.1:{address[1]}/metrics", timeout=5):
                 pass
+        except OSError:
+            if not done.is_set():  # the server closes with run(): only then may this fail
+                raise
 
 
 def measure(name: str, run: Callable[[bool], float], repeat: int) -> tuple[float, float]:
@@ -109,7 +131,7 @@ def measure(name: str, run: Callable[[bool], float], repeat: int) -> tuple[float
     for i in range(repeat):
         for metrics in (False, True) if i % 2 == 0 else (True, False):
             rates[metrics].append(run(metrics))
-            print(f"  {name:<14} metrics {'on ' if metrics else 'off'} "
+            print(f"  {name:<22} metrics {'on ' if metrics else 'off'} "
                   f"{rates[metrics][-1]:>10,.0f} rec/s", flush=True)
     return max(rates[False]), max(rates[True])
 
@@ -118,24 +140,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--partitions", default="4,64",
+                        help="comma-separated partition counts, one topic each")
     args = parser.parse_args()
+    sizes = [int(p) for p in args.partitions.split(",")]
 
     from groupkit.testing import LocalBroker
 
+    rows: list[tuple[str, tuple[float, float]]] = []
     with LocalBroker() as broker:
         bootstrap = broker.bootstrap_servers
-        topic = f"metrics-{uuid.uuid4().hex[:6]}"
-        make_topic(bootstrap, topic, CONSUME_PARTITIONS)
-        produce(bootstrap, topic, args.records)
-        print(f"groupkit bench/metrics.py: {args.records:,} records of 100 B, "
-              f"{CONSUME_PARTITIONS} partitions, best of {args.repeat} alternating runs")
-        rows = [("poll loop", measure("poll loop", lambda m: poll_loop(
-                    bootstrap, topic, args.records, m), args.repeat)),
-                ("GroupConsumer", measure("GroupConsumer", lambda m: group_consumer(
-                    bootstrap, topic, args.records, m), args.repeat))]
-    print(f"{'loop':<14} {'off rec/s':>12} {'on rec/s':>12} {'cost':>7}")
+        print(f"groupkit bench/metrics.py: {args.records:,} records of 100 B per topic, "
+              f"best of {args.repeat} alternating runs")
+        for partitions in sizes:
+            topic = f"metrics-{partitions}-{uuid.uuid4().hex[:6]}"
+            make_topic(bootstrap, topic, partitions)
+            produce(bootstrap, topic, args.records, partitions)
+            name = f"poll loop, {partitions} p"
+            rows.append((name, measure(name, lambda m, t=topic, p=partitions: poll_loop(
+                bootstrap, t, p, args.records, m), args.repeat)))
+            name = f"GroupConsumer, {partitions} p"
+            rows.append((name, measure(name, lambda m, t=topic: group_consumer(
+                bootstrap, t, args.records, m), args.repeat)))
+    print(f"{'loop':<22} {'off rec/s':>12} {'on rec/s':>12} {'cost':>7}")
     for name, (off, on) in rows:
-        print(f"{name:<14} {off:>12,.0f} {on:>12,.0f} {(1 - on / off) * 100:>6.1f}%")
+        print(f"{name:<22} {off:>12,.0f} {on:>12,.0f} {(1 - on / off) * 100:>6.1f}%")
 
 
 if __name__ == "__main__":

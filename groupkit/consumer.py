@@ -38,6 +38,7 @@ from groupkit.group import (
 from groupkit.group.consumer_protocol import ConsumerProtocol
 from groupkit.hooks import (
     Hook,
+    PartitionProgress,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
@@ -56,6 +57,8 @@ __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 log = logging.getLogger(__name__)
 
 _GROUP_PURPOSE = "group"
+#: How often a poll's hook event carries the partitions' progress (see ``_polled``).
+_PROGRESS_S = 0.1
 _CALLBACK_EVENTS: dict[str, type[PartitionsAssigned | PartitionsRevoked | PartitionsLost]] = {
     "on_partitions_assigned": PartitionsAssigned,
     "on_partitions_revoked": PartitionsRevoked,
@@ -115,6 +118,7 @@ class Consumer:
         self._view_lock = threading.Lock()
         self._view: Future[ClusterMetadata] | None = None
         self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000
+        self._next_progress = 0.0
 
     # --- membership ----------------------------------------------------------------------------
 
@@ -216,9 +220,17 @@ class Consumer:
                     self._signal.wait(wait)
 
     def _polled(self, count: int) -> None:
-        """One Polled event per poll (never one per record): counts, positions and lag."""
-        if self.hooks:
-            emit(self.hooks, Polled(self.config.group_id, count, self._fetcher.progress()))
+        """One Polled event per poll (never one per record); the partitions' progress (counts,
+        positions, log ends) goes with it at most every ``_PROGRESS_S``, so a consumer of
+        many partitions pays for it ten times a second, not on every poll."""
+        if not self.hooks:
+            return
+        progress: tuple[PartitionProgress, ...] = ()
+        now = time.monotonic()
+        if now >= self._next_progress:
+            self._next_progress = now + _PROGRESS_S
+            progress = self._fetcher.progress()
+        emit(self.hooks, Polled(self.config.group_id, count, progress))
 
     def _callback(self, name: str, partitions: set[TopicPartition]) -> None:
         """Call the listener's ``name`` and report it (with its duration) to the hooks."""

@@ -181,8 +181,13 @@ class PartitionProgress:
 
 @attrs.frozen
 class Polled:
-    """``poll`` returned ``records`` records; ``partitions`` has every assigned partition whose
-    position is known. One event per poll, never one per record."""
+    """``poll`` returned ``records`` records. One event per poll, never one per record.
+
+    ``partitions`` has the assigned partitions whose position, log end or records handed over
+    changed since they were last reported (a consumer of many idle partitions reports few).
+    The Consumer reports them at most every 0.1 s (other polls carry none), so a consumer that
+    keeps polling is never further behind than that.
+    """
 
     group_id: str | None
     records: int

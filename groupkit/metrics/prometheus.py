@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import attrs
 from prometheus_client import CollectorRegistry
 
 from groupkit.group.states import MemberState
@@ -51,6 +52,9 @@ _STATES = tuple(s.name for s in MemberState)
 _CALLBACKS = {PartitionsAssigned: "on_assigned", PartitionsRevoked: "on_revoked",
               PartitionsLost: "on_lost"}
 
+#: How often the lag in seconds of partitions that are behind is brought up to date.
+_SWEEP_S = 1.0
+
 _shared_lock = threading.Lock()
 _shared: MetricSet | None = None
 
@@ -65,6 +69,34 @@ def _shared_metrics(registry: CollectorRegistry | None) -> MetricSet:
             for spec in METRICS:
                 registry.register(getattr(_shared, spec.attribute))
         return _shared
+
+
+@attrs.define(eq=False)
+class _Lag:
+    """One held partition's lag as last written, with its gauge children."""
+
+    records_child: Any
+    records: int | None = None
+    timestamp_ms: int = -1
+    seconds: float | None = None
+    seconds_child: Any = None
+
+    def update_seconds(self, metrics: MetricSet, key: tuple[str, str, int], now: float) -> None:
+        """0 when caught up, else the age of the last record consumed (no sample while nothing
+        was consumed: the backlog's age is unknown)."""
+        if self.records == 0:
+            seconds = 0.0
+        elif self.timestamp_ms >= 0:
+            seconds = max(0.0, now - self.timestamp_ms / 1000)
+        else:
+            return
+        if seconds != self.seconds:
+            self.seconds = seconds
+            if self.seconds_child is None:
+                group, topic, partition = key
+                self.seconds_child = metrics.consumer_lag_seconds.labels(group, topic,
+                                                                         str(partition))
+            self.seconds_child.set(seconds)
 
 
 class PrometheusMetrics:
@@ -87,8 +119,8 @@ class PrometheusMetrics:
         self._lock = threading.Lock()
         self._states: dict[str, str] = {}
         self._children: dict[tuple[Any, ...], Any] = {}
-        # (group, topic, partition) -> [lag records, lag seconds, last record timestamp ms]
-        self._lag: dict[tuple[str, str, int], list[Any]] = {}
+        self._lag: dict[tuple[str, str, int], _Lag] = {}
+        self._next_sweep = 0.0
         self._handlers: dict[type, Callable[[Any], None]] = {
             GroupRequestDone: self._group_request,
             RebalanceFinished: self._rebalance_finished,
@@ -181,12 +213,12 @@ class PrometheusMetrics:
         for topic, n in _per_topic(partitions).items():
             self._child("assigned_partitions", group, topic).dec(n)
         for topic, partition in partitions:
-            key = (group, topic, partition)
-            if self._lag.pop(key, None) is None:
+            lag = self._lag.pop((group, topic, partition), None)
+            if lag is None:
                 continue
             labels = (group, topic, str(partition))
-            for attribute in ("consumer_lag_records", "consumer_lag_seconds"):
-                child = self._children.pop((attribute, *labels), None)
+            for metric, child in ((self.metrics.consumer_lag_records, lag.records_child),
+                                  (self.metrics.consumer_lag_seconds, lag.seconds_child)):
                 if child is None:
                     continue
                 if self._multiprocess:
@@ -194,7 +226,7 @@ class PrometheusMetrics:
                     # new owner's value under livesum/livemax.
                     child.set(0)
                 else:
-                    getattr(self.metrics, attribute).remove(*labels)
+                    metric.remove(*labels)
 
     # --- consuming -----------------------------------------------------------------------------
 
@@ -202,8 +234,6 @@ class PrometheusMetrics:
         group = e.group_id or ""
         now = time.time()
         self._child("last_poll_timestamp_seconds", group).set(now)
-        if not e.partitions:
-            return
         by_topic: dict[str, list[int]] | None = None
         for p in e.partitions:
             if p.records:
@@ -215,28 +245,27 @@ class PrometheusMetrics:
             if p.log_end < 0:
                 continue
             key = (group, p.topic, p.partition)
-            state = self._lag.get(key)
-            if state is None:
-                state = self._lag[key] = [None, None, -1]
+            lag = self._lag.get(key)
+            if lag is None:
+                lag = self._lag[key] = _Lag(self.metrics.consumer_lag_records.labels(
+                    group, p.topic, str(p.partition)))
             if p.last_timestamp_ms >= 0:
-                state[2] = p.last_timestamp_ms
-            lag = max(0, p.log_end - p.position)
-            if lag != state[0]:
-                state[0] = lag
-                self._child("consumer_lag_records", group, p.topic, str(p.partition)).set(lag)
-            if lag == 0:
-                seconds: float | None = 0.0
-            elif state[2] >= 0:
-                seconds = max(0.0, now - state[2] / 1000)
-            else:
-                seconds = None  # nothing consumed yet: the age of the backlog is unknown
-            if seconds is not None and seconds != state[1]:
-                state[1] = seconds
-                self._child("consumer_lag_seconds", group, p.topic, str(p.partition)).set(seconds)
+                lag.timestamp_ms = p.last_timestamp_ms
+            behind = max(0, p.log_end - p.position)
+            if behind != lag.records:
+                lag.records = behind
+                lag.records_child.set(behind)
+            lag.update_seconds(self.metrics, key, now)
         if by_topic:
             for topic, (records, size) in by_topic.items():
                 self._child("records_consumed_total", group, topic).inc(records)
                 self._child("bytes_consumed_total", group, topic).inc(size)
+        if now >= self._next_sweep:
+            # Only partitions that changed are reported; the age of a backlog grows anyway.
+            self._next_sweep = now + _SWEEP_S
+            for key, lag in list(self._lag.items()):
+                if key[0] == group and lag.records:
+                    lag.update_seconds(self.metrics, key, now)
 
     def _processed(self, e: Processed) -> None:
         self._child("process_duration_seconds", e.group_id).observe(e.duration_s)

@@ -88,6 +88,7 @@ class _Chunk:
 class _Partition:
     """One assigned partition; guarded by the fetcher's lock."""
 
+    tp: TopicPartition
     position: int | None = None
     fetch_offset: int | None = None
     epoch: int = 0
@@ -144,6 +145,8 @@ class Fetcher:
     _answers: collections.deque[tuple[_Sent, Future[Any]]] = attrs.field(
         init=False, factory=collections.deque)
     _buffered: int = attrs.field(init=False, default=0)
+    #: Partitions whose position, log end or taken records changed since ``progress()``.
+    _changed: set[TopicPartition] = attrs.field(init=False, factory=set)
     _closed: bool = attrs.field(init=False, default=False)
     _thread: threading.Thread | None = attrs.field(init=False, default=None)
 
@@ -170,7 +173,8 @@ class Fetcher:
                 if tp not in wanted:
                     self._drop(self._parts.pop(tp))
             for tp in wanted:
-                self._parts.setdefault(tp, _Partition())
+                if tp not in self._parts:
+                    self._parts[tp] = _Partition(tp)
             self._cond.notify_all()
         self.cluster.add_topics({tp.topic for tp in wanted})
 
@@ -186,6 +190,7 @@ class Fetcher:
             self._drop(part)
             part.position = part.fetch_offset = offset
             part.reset = reset
+            self._changed.add(tp)
             part.error = None
             self._cond.notify_all()
 
@@ -266,10 +271,12 @@ class Fetcher:
                         part.position = last.offset + 1
                         part.taken += len(piece)
                         part.last_timestamp = last.timestamp
+                        self._changed.add(part.tp)
                     if chunk.index >= len(chunk.records):
                         part.chunks.popleft()
                         freed = chunk.left
                         part.position = max(part.position or 0, chunk.next_offset)
+                        self._changed.add(part.tp)
                         refetch = True
                     else:
                         freed = chunk.size * len(piece) // len(chunk.records)
@@ -286,13 +293,16 @@ class Fetcher:
         return out
 
     def progress(self) -> tuple[PartitionProgress, ...]:
-        """Where each positioned partition stands, with what ``take`` handed over from it since
-        the last call (one snapshot per poll, for the ``Polled`` hook event)."""
+        """The positioned partitions whose position, log end or taken records changed since the
+        last call, with what ``take`` handed over from each (for the ``Polled`` hook event; a
+        consumer of many idle partitions reports none of them)."""
         committed = self.config.isolation_level == "read_committed"
         out = []
         with self._cond:
-            for tp, part in self._parts.items():
-                if part.position is None:
+            changed, self._changed = self._changed, set()
+            for tp in changed:
+                part = self._parts.get(tp)
+                if part is None or part.position is None:
                     continue
                 end = part.log_end
                 if end < 0 and not committed:
@@ -441,6 +451,7 @@ class Fetcher:
                 if tp in found:
                     part.position = part.fetch_offset = found[tp]
                     part.reset = None
+                    self._changed.add(tp)
                 elif error is not None:
                     part.error = error
                 else:
@@ -571,11 +582,14 @@ class Fetcher:
             if part is None or part.epoch != epoch or part.fetch_offset != offset:
                 return 0, 0, False
             part.in_flight = False
+            log_end = part.log_end
             part.high_watermark = answer.high_watermark
             part.log_end = answer.high_watermark
             if self.config.isolation_level == "read_committed" \
                     and answer.last_stable_offset >= 0:
                 part.log_end = answer.last_stable_offset
+            if part.log_end != log_end:
+                self._changed.add(tp)
             if code == _OFFSET_OUT_OF_RANGE and part.position != offset:
                 # Asked ahead of records still buffered: decide once the application has
                 # them (the Java client also resets only at its position).
@@ -597,6 +611,7 @@ class Fetcher:
                 part.fetch_offset = chunk.next_offset
                 if part.position == offset and not chunk.records:
                     part.position = chunk.next_offset
+                    self._changed.add(tp)
                 else:
                     # Behind buffered records, an answer of only control or aborted records
                     # still moves the position once the application reaches it.

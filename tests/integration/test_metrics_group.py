@@ -225,7 +225,10 @@ def test_lag_is_log_end_minus_position(kafka_broker: LocalBroker, unique_name) -
             for record in consumer.poll(0.5):
                 consumed[record.partition] += 1
                 oldest_seen[record.partition] = record.timestamp
-        # The application stops polling; the truth: log end (from the producer) - position.
+        # The application stops consuming (it pauses and polls on, as the poll reports progress
+        # at most every 0.1 s); the truth: log end (from the producer) minus position.
+        consumer.pause(consumer.assignment())
+        assert consumer.poll(0.2) == []
         positions = {p: consumer.position(TopicPartition(topic, p)) for p in (0, 1)}
         assert positions == {p: consumed[p] for p in (0, 1)}
         s = scrape(server.address[1])

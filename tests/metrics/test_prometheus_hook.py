@@ -119,6 +119,22 @@ def test_partitions_and_their_lag_follow_the_assignment() -> None:
                    callback=callback) == 1
 
 
+def test_the_age_of_a_backlog_grows_between_polls_that_do_not_mention_it(monkeypatch) -> None:
+    from groupkit.metrics import prometheus
+
+    monkeypatch.setattr(prometheus, "_SWEEP_S", 0.0)
+    m = PrometheusMetrics()
+    then_ms = int(time.time() * 1000) - 5_000
+    m(Polled("g", 1, (PartitionProgress("t", 0, 1, 100, 11, 50, then_ms),
+                      PartitionProgress("t", 1, 1, 100, 8, 8, then_ms))))
+    first = get(m, "groupkit_consumer_lag_seconds", group="g", topic="t", partition="0")
+    time.sleep(0.05)
+    m(Polled("g", 0, ()))
+    later = get(m, "groupkit_consumer_lag_seconds", group="g", topic="t", partition="0")
+    assert 5 <= first < later < 60
+    assert get(m, "groupkit_consumer_lag_seconds", group="g", topic="t", partition="1") == 0
+
+
 def test_commits() -> None:
     m = PrometheusMetrics()
     m(CommitDone("g", 2, 0.004, (("t", 0, 105), ("t", 1, 40))))
