@@ -186,6 +186,12 @@ class PrometheusMetrics:
         elif before != e.state:
             self._child("member_state", e.group_id, before).set(0)
         self._child("member_state", e.group_id, e.state).set(1)
+        if e.state == "CLOSED" and not self._multiprocess:
+            # A member that left in order heartbeats and polls no more, and that is no alarm.
+            # (In multiprocess mode the worker exits and is marked dead instead.)
+            for attribute in ("last_heartbeat_timestamp_seconds", "last_poll_timestamp_seconds"):
+                if self._children.pop((attribute, e.group_id), None) is not None:
+                    getattr(self.metrics, attribute).remove(e.group_id)
 
     def _assigned(self, e: PartitionsAssigned) -> None:
         for topic, n in _per_topic(e.partitions).items():

@@ -54,6 +54,19 @@ def test_member_state_is_one_hot() -> None:
     assert get(m, "groupkit_member_state", group="g", state="COORDINATOR_UNKNOWN") == 0
 
 
+def test_a_closed_member_leaves_no_stale_timestamps_behind() -> None:
+    m = PrometheusMetrics()
+    m(MemberStateChanged("g", "COORDINATOR_UNKNOWN", "STABLE"))
+    m(GroupRequestDone("g", "Heartbeat", "", 0.002))
+    m(Polled("g", 0, ()))
+    assert get(m, "groupkit_last_heartbeat_timestamp_seconds", group="g") > 0
+    m(MemberStateChanged("g", "STABLE", "LEAVING"))
+    m(MemberStateChanged("g", "LEAVING", "CLOSED"))
+    assert get(m, "groupkit_last_heartbeat_timestamp_seconds", group="g") is None
+    assert get(m, "groupkit_last_poll_timestamp_seconds", group="g") is None
+    assert get(m, "groupkit_member_state", group="g", state="CLOSED") == 1
+
+
 def test_rebalances_ok_and_failed() -> None:
     m = PrometheusMetrics()
     m(GroupRequestDone("g", "JoinGroup", "MEMBER_ID_REQUIRED", 0.01))
