@@ -72,8 +72,8 @@ class HealthCheck:
     """A hook that judges one consumer's health; pass it in ``hooks=[...]`` and to ``serve``.
 
     ``HealthCheck.for_config(consumer.config)`` takes the two limits from a consumer's settings.
-    Time runs from construction: a consumer that never polls is unhealthy after
-    ``max_poll_interval_ms``.
+    Before the first poll, time runs from the first event seen (the member starting), or from
+    construction: a consumer that never polls is unhealthy after ``max_poll_interval_ms``.
     """
 
     max_poll_interval_s: float
@@ -82,6 +82,7 @@ class HealthCheck:
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _started: float = attrs.field(init=False)
     _last_poll: float | None = attrs.field(init=False, default=None)
+    _first_event: float | None = attrs.field(init=False, default=None)
     _groups: dict[str, _Group] = attrs.field(init=False, factory=dict)
 
     @_started.default
@@ -103,6 +104,8 @@ class HealthCheck:
     def observe(self, event: Event, now: float) -> None:
         """Take in one event that happened at ``now``."""
         with self._lock:
+            if self._first_event is None:
+                self._first_event = now
             if isinstance(event, Polled):
                 self._last_poll = now
             elif isinstance(event, MemberStateChanged):
@@ -121,7 +124,9 @@ class HealthCheck:
     def status(self, now: float) -> HealthStatus:
         """The verdict at ``now``."""
         with self._lock:
-            polled = self._last_poll if self._last_poll is not None else self._started
+            polled = self._last_poll
+            if polled is None:
+                polled = self._first_event if self._first_event is not None else self._started
             idle = now - polled
             details: dict[str, Any] = {
                 "seconds_since_poll": round(idle, 3),

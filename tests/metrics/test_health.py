@@ -49,6 +49,13 @@ def test_a_consumer_that_never_polls_fails_after_the_interval_from_its_start() -
     assert not verdict.healthy and "has not polled for 10.5 s" in verdict.reason
 
 
+def test_before_the_first_poll_time_runs_from_the_first_event() -> None:
+    h = check(t0=50.0)  # built long before the consumer starts
+    h.observe(state("UNJOINED", "COORDINATOR_UNKNOWN"), 500.0)
+    assert h.status(509.0).healthy
+    assert not h.status(510.5).healthy
+
+
 def test_rebalancing_is_healthy_until_the_rebalance_timeout() -> None:
     h = check()
     h.observe(state("STABLE", "PREPARING_REBALANCE"), 100.0)

