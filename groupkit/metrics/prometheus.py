@@ -57,6 +57,7 @@ _SWEEP_S = 1.0
 
 _shared_lock = threading.Lock()
 _shared: MetricSet | None = None
+_shared_in: list[CollectorRegistry] = []
 
 
 def _shared_metrics(registry: CollectorRegistry | None) -> MetricSet:
@@ -65,9 +66,11 @@ def _shared_metrics(registry: CollectorRegistry | None) -> MetricSet:
     with _shared_lock:
         if _shared is None:
             _shared = MetricSet(registry if registry is not None else CollectorRegistry())
-        elif registry is not None and registry is not _shared.registry:
+            _shared_in.append(_shared.registry)
+        elif registry is not None and not any(r is registry for r in _shared_in):
             for spec in METRICS:
                 registry.register(getattr(_shared, spec.attribute))
+            _shared_in.append(registry)
         return _shared
 
 

@@ -170,12 +170,16 @@ def test_instances_in_one_process_share_their_values_in_multiprocess_mode(
         tmp_path: Path) -> None:
     # A process of its own: prometheus-client picks its value store at import.
     script = textwrap.dedent(f"""
+        from prometheus_client import CollectorRegistry
         from groupkit.hooks import BrokerUnreachable
         from groupkit.metrics import PrometheusMetrics, multiprocess_registry
-        a, b = PrometheusMetrics(), PrometheusMetrics()
+        mine = CollectorRegistry()
+        a, b, c = PrometheusMetrics(), PrometheusMetrics(mine), PrometheusMetrics(mine)
         a(BrokerUnreachable("b:1", "x", 1))
         b(BrokerUnreachable("b:1", "x", 2))
-        a(BrokerUnreachable("b:1", "x", 3))
+        c(BrokerUnreachable("b:1", "x", 3))
+        assert mine.get_sample_value(
+            "groupkit_connection_errors_total", {{"broker": "b:1"}}) == 3
         total = multiprocess_registry({str(tmp_path)!r}).get_sample_value(
             "groupkit_connection_errors_total", {{"broker": "b:1"}})
         print(total)
