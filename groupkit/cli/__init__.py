@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-_COMMANDS = ("groupkit.cli.apis", "groupkit.cli.demo")
+_COMMANDS = ("groupkit.cli.apis", "groupkit.cli.demo", "groupkit.cli.run")
 
 
 def build_parser() -> argparse.ArgumentParser:
