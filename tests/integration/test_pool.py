@@ -239,3 +239,34 @@ def test_a_worker_stuck_holding_the_gil_is_replaced(
 
 def _assert(condition: bool) -> None:
     assert condition
+
+
+def test_sigttin_and_sigttou_move_only_the_partitions_that_must_move(
+        kafka_broker: LocalBroker, unique_name, pools) -> None:  # noqa: F811
+    bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        admin.create_topics([topic], num_partitions=6)
+    pool = pools("RecordingWorker", 2, bootstrap, group, topic, "assignors=['cooperative-sticky']")
+
+    def shared_by(n: int) -> dict[int, set[int]]:
+        held = {pid: h for pid, h in pool.holders().items() if h}
+        assert len(held) == n and set().union(*held.values()) == set(range(6)), held
+        assert sum(len(h) for h in held.values()) == 6, held
+        return held
+
+    before = eventually(lambda: shared_by(2), "two workers to share six partitions")
+    pool.proc.send_signal(signal.SIGTTIN)
+    during = eventually(lambda: shared_by(3), "a third worker to take its share")
+    added = (set(during) - set(before)).pop()
+    assert len(during[added]) == 2
+    for pid in before:  # each kept two of its three: only what the new worker needed moved
+        assert during[pid] <= before[pid] and len(during[pid]) == 2
+    pool.proc.send_signal(signal.SIGTTOU)
+    after = eventually(lambda: shared_by(2), "the added worker to be removed")
+    assert set(after) == set(before)
+    for pid in before:
+        assert after[pid] >= during[pid]
+    assert pool.stop() == 0, pool.log()
+    log = pool.log()
+    assert "SIGTTIN: adding worker 2" in log and "SIGTTOU: removing worker 2" in log
+    assert "slot removed" in log
