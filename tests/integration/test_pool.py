@@ -270,3 +270,35 @@ def test_sigttin_and_sigttou_move_only_the_partitions_that_must_move(
     log = pool.log()
     assert "SIGTTIN: adding worker 2" in log and "SIGTTOU: removing worker 2" in log
     assert "slot removed" in log
+
+
+def test_a_static_slot_replaced_within_the_session_keeps_the_generation(
+        kafka_broker: LocalBroker, unique_name, pools) -> None:  # noqa: F811
+    bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        admin.create_topics([topic], num_partitions=4)
+    pool = pools("RecordingWorker", 2, bootstrap, group, topic, f"group_instance_id='{group}'")
+
+    def settled() -> dict[int, dict[str, Any]]:
+        last = {line["pid"]: line for line in pool.lines() if line["kind"] == "held"}
+        assert len(last) == 2 and all(line["held"] for line in last.values()), last
+        assert len({line["gen"] for line in last.values()}) == 1, last
+        return last
+
+    before = eventually(settled, "two static members to share the partitions")
+    victim, survivor = before
+    os.kill(victim, signal.SIGKILL)
+
+    def back() -> dict[str, Any]:
+        last = {line["pid"]: line for line in pool.lines() if line["kind"] == "held"}
+        new = [line for pid, line in last.items() if pid not in before and line["held"]]
+        assert new, last
+        return new[0]
+
+    replacement = eventually(back, "the slot to come back")
+    assert replacement["gen"] == before[victim]["gen"]
+    assert set(replacement["held"]) == set(before[victim]["held"])
+    survivor_lines = [line for line in pool.lines() if line["pid"] == survivor
+                      and line["kind"] == "held"]
+    assert survivor_lines[-1] == before[survivor]  # the other member saw no rebalance
+    assert pool.stop() == 0, pool.log()
