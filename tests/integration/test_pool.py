@@ -302,3 +302,41 @@ def test_a_static_slot_replaced_within_the_session_keeps_the_generation(
                       and line["kind"] == "held"]
     assert survivor_lines[-1] == before[survivor]  # the other member saw no rebalance
     assert pool.stop() == 0, pool.log()
+
+
+def test_recycling_and_a_rolling_restart_replace_every_worker(
+        kafka_broker: LocalBroker, unique_name, pools) -> None:  # noqa: F811
+    bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
+    ends = make_topic(bootstrap, topic, 4, 25)
+    pool = pools("RecordingWorker", 2, bootstrap, group, topic, "max_records_per_worker=30")
+
+    def all_done() -> None:
+        done = set(pool.processed())
+        assert all((tp.partition, o) in done for tp, end in ends.items() for o in range(end))
+        assert "(recycled); restarting it" in pool.log()
+
+    eventually(all_done, "every record processed by recycled workers")
+    pool.proc.send_signal(signal.SIGHUP)
+    eventually(lambda: _assert("rolling restart: worker 1 replaced" in pool.log()),
+               "both workers to be replaced one at a time")
+    assert pool.stop() == 0, pool.log()
+    log = pool.log()
+    assert log.index("rolling restart: worker 0 replaced") < log.index(
+        "rolling restart: worker 1 replaced")
+    assert committed(bootstrap, group) == ends
+
+
+def test_a_second_sigint_stops_at_once(
+        kafka_broker: LocalBroker, unique_name, pools) -> None:  # noqa: F811
+    bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
+    make_topic(bootstrap, topic, 1, 1)
+    pool = pools("SlowWorker", 1, bootstrap, group, topic)
+    eventually(lambda: _assert(any(line["kind"] == "started" for line in pool.lines())),
+               "the worker to start on its record")
+    pool.proc.send_signal(signal.SIGINT)
+    eventually(lambda: _assert("SIGINT: stopping the workers" in pool.log()),
+               "the first SIGINT to begin a graceful stop")
+    pool.proc.send_signal(signal.SIGINT)
+    assert pool.proc.wait(15) == 130, pool.log()
+    assert "second SIGINT: killing the workers now" in pool.log()
+    assert not pool.processed()

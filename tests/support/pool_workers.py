@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,12 @@ class FailsAtStart(RecordingWorker):
 
     def __init__(self, **settings: Any) -> None:
         raise RuntimeError("FailsAtStart: the database this worker needs is unreachable")
+
+
+class SlowWorker(RecordingWorker):
+    """Takes 60 s per record, so a graceful stop has to wait for it."""
+
+    def process(self, record: ConsumerRecord) -> None:
+        self._write(kind="started", p=record.partition, o=record.offset)
+        time.sleep(60)
+        super().process(record)
