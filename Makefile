@@ -13,7 +13,7 @@ $(VENV)/.installed: pyproject.toml
 venv: $(VENV)/.installed
 
 demo: venv
-	$(VENV)/bin/groupkit demo
+	$(VENV)/bin/groupkit demo --processes 3
 
 lint: venv
 	$(VENV)/bin/ruff check groupkit assignors tests bench examples
