@@ -91,7 +91,7 @@ class Pool:
             raise ConfigError(f"a Pool runs a GroupConsumer subclass, not {worker_class!r}")
         if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
             raise ConfigError(f"processes must be a whole number of at least 1, not {processes!r}")
-        known = (*_CONSUMER_SETTINGS, *_OWN_SETTINGS, *POOL_SETTINGS)
+        known = (*_CONSUMER_SETTINGS, *_OWN_SETTINGS, *POOL_SETTINGS, "processes")
         for name in settings:
             if name not in known:
                 close = difflib.get_close_matches(name, known, n=1)
