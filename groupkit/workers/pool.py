@@ -100,10 +100,11 @@ class Pool:
                                   f" {worker_class.__name__}{hint}")
         self.worker_class = worker_class
         self.processes = processes
+        # A class that sets metrics_port gets it served by the pool: its workers serve nothing.
+        settings.setdefault("metrics_port", getattr(worker_class, "metrics_port", None))
         self.options = {k: settings.pop(k, v) for k, v in POOL_SETTINGS.items()}
         self.worker_settings = settings
-        if self.options["graceful_timeout_s"] <= 0:
-            raise ConfigError("graceful_timeout_s must be positive")
+        _check_options(self.options)
         self.max_poll_s = settings.get(
             "max_poll_interval_ms", getattr(worker_class, "max_poll_interval_ms", 300000)) / 1000
         self._instance_id = settings.get(
@@ -221,14 +222,16 @@ class Pool:
         delay = self._book.restart(r.slot, reason, time.monotonic())
         if self._metrics is not None:
             self._metrics.restarted(reason)
-        log.warning("worker %d (pid %d) %s (%s); restarting it in %.1f s", r.slot,
-                    r.process.pid, how, reason, delay)
         loop = self._book.crash_loop()
-        if loop is not None:
-            log.error("crash loop: %d workers failed within %.0f s; stopping the pool. The last"
-                      " worker traceback:\n%s", loop.crashes, loop.window_s,
-                      self._last_error or "(none: the workers were killed or hung)")
-            self._begin_stop(EXIT_CRASH_LOOP, "crash loop")
+        if loop is None:
+            log.warning("worker %d (pid %d) %s (%s); restarting it in %.1f s", r.slot,
+                        r.process.pid, how, reason, delay)
+            return
+        log.error("worker %d (pid %d) %s (%s). Crash loop: %d worker failures within %.0f s;"
+                  " stopping the pool. The last worker traceback:\n%s", r.slot, r.process.pid,
+                  how, reason, loop.crashes, loop.window_s,
+                  self._last_error or "(none: the workers were killed or hung)")
+        self._begin_stop(EXIT_CRASH_LOOP, "crash loop")
 
     def _check_workers(self, now: float) -> None:
         limit = self.max_poll_s + self.options["liveness_grace_s"]
@@ -382,6 +385,24 @@ class Pool:
             r.process.join(10)
             r.conn.close()
         self._running.clear()
+
+
+def _check_options(options: dict[str, Any]) -> None:
+    for name in ("graceful_timeout_s", "crash_loop_window_s", "backoff_max_s"):
+        if not isinstance(options[name], (int, float)) or options[name] <= 0:
+            raise ConfigError(f"{name} must be a positive number of seconds, not"
+                              f" {options[name]!r}")
+    for name in ("backoff_initial_s", "liveness_grace_s"):
+        if not isinstance(options[name], (int, float)) or options[name] < 0:
+            raise ConfigError(f"{name} must be a number of seconds (0 or more), not"
+                              f" {options[name]!r}")
+    count = options["crash_loop_count"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ConfigError(f"crash_loop_count must be a whole number of at least 1, not {count!r}")
+    limit = options["max_records_per_worker"]
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ConfigError(f"max_records_per_worker must be a whole number of at least 1 or None,"
+                          f" not {limit!r}")
 
 
 @contextlib.contextmanager

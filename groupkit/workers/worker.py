@@ -113,7 +113,8 @@ def worker_main(spec: WorkerSpec, beat: Any, conn: Connection) -> None:
     liveness = _Liveness(beat, spec.max_records)
     try:
         cls = load_class(spec.class_path)
-        settings = dict(spec.settings)
+        # The pool serves the metrics of all its workers; a worker serves none of its own.
+        settings = {**spec.settings, "metrics_port": None}
         hooks = list(settings.pop("hooks", getattr(cls, "hooks", ())))
         hooks.append(liveness)
         if spec.metrics_dir is not None:

@@ -340,3 +340,15 @@ def test_a_second_sigint_stops_at_once(
     assert pool.proc.wait(15) == 130, pool.log()
     assert "second SIGINT: killing the workers now" in pool.log()
     assert not pool.processed()
+
+
+def test_a_crash_loop_stops_the_pool_with_the_last_traceback(
+        kafka_broker: LocalBroker, unique_name, pools) -> None:  # noqa: F811
+    bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
+    make_topic(bootstrap, topic, 1, 3)
+    pool = pools("CrashesOnRecords", 1, bootstrap, group, topic, "crash_loop_count=2")
+    status = pool.proc.wait(WAIT)
+    log = pool.log()
+    assert status == 1, log
+    assert "Crash loop: 2 worker failures within 60 s; stopping the pool" in log
+    assert "RuntimeError: CrashesOnRecords cannot handle offset 0" in log.split("Crash loop")[1]

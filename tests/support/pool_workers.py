@@ -84,3 +84,10 @@ class SlowWorker(RecordingWorker):
         self._write(kind="started", p=record.partition, o=record.offset)
         time.sleep(60)
         super().process(record)
+
+
+class CrashesOnRecords(RecordingWorker):
+    """Raises on every record: each worker crashes as soon as it gets one."""
+
+    def process(self, record: ConsumerRecord) -> None:
+        raise RuntimeError(f"CrashesOnRecords cannot handle offset {record.offset}")
