@@ -352,3 +352,35 @@ def test_a_crash_loop_stops_the_pool_with_the_last_traceback(
     assert status == 1, log
     assert "Crash loop: 2 worker failures within 60 s; stopping the pool" in log
     assert "RuntimeError: CrashesOnRecords cannot handle offset 0" in log.split("Crash loop")[1]
+
+
+def test_workers_stop_when_their_supervisor_is_killed(
+        kafka_broker: LocalBroker, unique_name, pools) -> None:  # noqa: F811
+    bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
+    make_topic(bootstrap, topic, 2, 5)
+    pool = pools("RecordingWorker", 2, bootstrap, group, topic)
+    held = eventually(lambda: _at_least(2, {p for p, h in pool.holders().items() if h}),
+                      "two workers to hold partitions")
+    pool.proc.kill()
+    pool.proc.wait(10)
+
+    def gone() -> None:
+        for pid in held:
+            assert _state(pid) in ("gone", "Z"), (pid, _state(pid))
+
+    eventually(gone, "the orphaned workers to stop")
+    assert pool.log().count("the pool's supervisor is gone: stopping") == 2
+
+
+def _at_least(n: int, pids: set[int]) -> set[int]:
+    assert len(pids) >= n, pids
+    return pids
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (Z: exited, not reaped), or "gone"."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return "gone"
+    return next(line.split()[1] for line in status.splitlines() if line.startswith("State:"))
