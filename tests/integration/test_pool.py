@@ -145,12 +145,14 @@ def committed(bootstrap: str, group: str) -> dict[TopicPartition, int]:
 
 
 def no_partition_twice_per_generation(pool: PoolProcess) -> None:
-    last: dict[tuple[int, int], set[int]] = {}
+    # Everything a worker held at some point in a generation (an eager member revokes all at
+    # the start of the next rebalance, still in the old generation).
+    during: dict[tuple[int, int], set[int]] = defaultdict(set)
     for line in pool.lines():
         if line["kind"] == "held":
-            last[(line["pid"], line["gen"])] = set(line["held"])
+            during[(line["pid"], line["gen"])] |= set(line["held"])
     by_gen: dict[int, list[set[int]]] = defaultdict(list)
-    for (_, gen), held in last.items():
+    for (_, gen), held in during.items():
         by_gen[gen].append(held)
     for gen, sets in by_gen.items():
         seen: set[int] = set()
