@@ -386,3 +386,16 @@ def _state(pid: int) -> str:
     except FileNotFoundError:
         return "gone"
     return next(line.split()[1] for line in status.splitlines() if line.startswith("State:"))
+
+
+def test_what_outlives_the_graceful_timeout_is_killed(
+        kafka_broker: LocalBroker, unique_name, pools) -> None:  # noqa: F811
+    bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
+    make_topic(bootstrap, topic, 1, 1)
+    pool = pools("SlowWorker", 1, bootstrap, group, topic, "graceful_timeout_s=2")
+    eventually(lambda: _assert(any(line["kind"] == "started" for line in pool.lines())),
+               "the worker to start on its record")
+    started = time.monotonic()
+    assert pool.stop(timeout=30) == 0, pool.log()
+    assert time.monotonic() - started < 15
+    assert "did not stop within graceful_timeout_s 2.0: killing it" in pool.log()
