@@ -1,0 +1,245 @@
+"""Reading record batches (magic 2): the consumer's hot path.
+
+Varints are decoded inline with a one- and two-byte fast path, and records are built without
+attrs' ``__init__`` (see construct.py).
+"""
+
+from __future__ import annotations
+
+from crc32c import crc32c
+
+from groupkit.errors import CorruptRecordError
+from groupkit.protocol.compression import CODEC_NAMES, decompress
+from groupkit.protocol.records.construct import (
+    _Make,
+    _new,
+    _set_headers,
+    _set_key,
+    _set_offset,
+    _set_timestamp,
+    _set_ts_type,
+    _set_value,
+)
+from groupkit.protocol.records.layout import _V2, _V2_CRC_FROM, _V2_MIN_RECORD, _corrupt
+from groupkit.protocol.records.values import TIMESTAMP_LOG_APPEND, Header, Record
+
+# Zigzag decoding of one- and two-byte varints by table. Index b < 0x80 is a one-byte varint;
+# index (c << 7) + b with b >= 0x80 is the two-byte varint b, c, whose raw value is that - 0x80.
+_ZIGZAG = [(u >> 1) ^ -(u & 1) for u in range(0x80)] + [
+    (u >> 1) ^ -(u & 1) for u in range(0x4000)]
+
+
+def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Unsigned varint at ``pos`` (slow path, any length up to 10 bytes) and the next position."""
+    result = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise IndexError("varint longer than 10 bytes")
+
+
+def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
+                  ts_type: int, out: list[Record], make: _Make) -> int:
+    """Decode ``count`` v2 records from ``buf[pos:end]`` into ``out``; returns the end position.
+
+    Timestamps are ``base_ts`` plus each record's delta. Raises IndexError or ValueError on
+    malformed input; the caller turns them into CorruptRecordError with the batch's coordinates.
+    """
+    new, push = _new, out.append
+    record_cls, extra = make
+    sourced = bool(extra)
+    if sourced:
+        (s_topic, topic), (s_partition, partition) = extra
+    s_off, s_ts, s_key, s_val, s_hdr, s_tt = (
+        _set_offset, _set_timestamp, _set_key, _set_value, _set_headers, _set_ts_type)
+    uvarint, zz = _uvarint, _ZIGZAG
+    # Each zigzag varint: one byte b < 0x80 is zz[b]; two bytes b, c (c < 0x80) are
+    # zz[(c << 7) + b]; longer ones take the slow path.
+    for _ in range(count):
+        b = buf[pos]
+        if b < 0x80:
+            n = zz[b]
+            pos += 1
+        else:
+            c = buf[pos + 1]
+            if c < 0x80:
+                n = zz[(c << 7) + b]
+                pos += 2
+            else:
+                b, pos = uvarint(buf, pos)
+                n = (b >> 1) ^ -(b & 1)
+        if n < 0:
+            raise ValueError(f"record length {n}")
+        rec_end = pos + n
+        # The attributes byte at pos is unused; the timestamp delta follows it.
+        b = buf[pos + 1]
+        if b < 0x80:
+            ts_delta = zz[b]
+            pos += 2
+        else:
+            c = buf[pos + 2]
+            if c < 0x80:
+                ts_delta = zz[(c << 7) + b]
+                pos += 3
+            else:
+                b, pos = uvarint(buf, pos + 1)
+                ts_delta = (b >> 1) ^ -(b & 1)
+        b = buf[pos]
+        if b < 0x80:
+            offset_delta = zz[b]
+            pos += 1
+        else:
+            c = buf[pos + 1]
+            if c < 0x80:
+                offset_delta = zz[(c << 7) + b]
+                pos += 2
+            else:
+                b, pos = uvarint(buf, pos)
+                offset_delta = (b >> 1) ^ -(b & 1)
+        b = buf[pos]
+        if b == 1:
+            key = None
+            pos += 1
+        else:
+            if b < 0x80:
+                n = zz[b]
+                pos += 1
+            else:
+                b, pos = uvarint(buf, pos)
+                n = (b >> 1) ^ -(b & 1)
+            if n < 0:
+                raise ValueError(f"key length {n}")
+            key = buf[pos:pos + n]
+            pos += n
+        b = buf[pos]
+        if b < 0x80:
+            n = zz[b]
+            pos += 1
+        else:
+            c = buf[pos + 1]
+            if c < 0x80:
+                n = zz[(c << 7) + b]
+                pos += 2
+            else:
+                b, pos = uvarint(buf, pos)
+                n = (b >> 1) ^ -(b & 1)
+        if n < 0:
+            if n != -1:
+                raise ValueError(f"value length {n}")
+            value = None
+        else:
+            value = buf[pos:pos + n]
+            pos += n
+        if buf[pos] == 0:
+            headers: list[Header] = []
+            pos += 1
+        else:
+            headers, pos = _read_headers(buf, pos, rec_end)
+        if pos != rec_end:
+            raise ValueError(f"record length says it ends at byte {rec_end}, fields end at {pos}")
+        r = new(record_cls)
+        s_off(r, base_offset + offset_delta)
+        s_ts(r, base_ts + ts_delta)
+        s_key(r, key)
+        s_val(r, value)
+        s_hdr(r, headers)
+        s_tt(r, ts_type)
+        if sourced:
+            s_topic(r, topic)
+            s_partition(r, partition)
+        push(r)
+    return pos
+
+
+def _read_headers(buf: bytes, pos: int, rec_end: int) -> tuple[list[Header], int]:
+    """The header list of a record starting at its count varint; raises like _read_records."""
+    zz, uvarint = _ZIGZAG, _uvarint
+    b = buf[pos]
+    if b < 0x80:
+        count = zz[b]
+        pos += 1
+    else:
+        b, pos = uvarint(buf, pos)
+        count = (b >> 1) ^ -(b & 1)
+    if count < 0 or count > rec_end - pos:
+        raise ValueError(f"header count {count}")
+    headers: list[Header] = []
+    push = headers.append
+    for _ in range(count):
+        b = buf[pos]
+        if b < 0x80:
+            n = zz[b]
+            pos += 1
+        else:
+            b, pos = uvarint(buf, pos)
+            n = (b >> 1) ^ -(b & 1)
+        if n < 0:
+            raise ValueError(f"header key length {n}")
+        name = buf[pos:pos + n].decode()
+        pos += n
+        b = buf[pos]
+        if b < 0x80:
+            n = zz[b]
+            pos += 1
+        else:
+            b, pos = uvarint(buf, pos)
+            n = (b >> 1) ^ -(b & 1)
+        if n < 0:
+            if n != -1:
+                raise ValueError(f"header value length {n}")
+            push((name, None))
+        else:
+            push((name, buf[pos:pos + n]))
+            pos += n
+    return headers, pos
+
+
+def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | None,
+               partition: int | None, check_crc: bool, max_size: int,
+               out: list[Record], make: _Make) -> tuple[int, ...]:
+    """Decode the v2 batch at ``buf[pos:end]``, appending its records to ``out``.
+
+    Returns the batch header fields (the ``_V2`` tuple).
+    """
+    header = _V2.unpack_from(buf, pos)
+    base_offset, _length, _epoch, _magic, crc, attrs_, _lod, base_ts, max_ts = header[:9]
+    count = header[12]
+    if check_crc and crc32c(view[pos + _V2_CRC_FROM:end]) != crc:
+        raise _corrupt("record batch CRC-32C does not match its contents",
+                       topic, partition, base_offset)
+    codec = attrs_ & 0x07
+    if codec:
+        if codec not in CODEC_NAMES:
+            raise _corrupt(f"record batch uses unknown compression id {codec}",
+                           topic, partition, base_offset)
+        try:
+            rbuf = decompress(codec, view[pos + _V2.size:end], max_size=max_size)
+        except CorruptRecordError as exc:
+            raise _corrupt(str(exc), topic, partition, base_offset) from None
+        rpos, rend = 0, len(rbuf)
+    else:
+        rbuf, rpos, rend = buf, pos + _V2.size, end
+    if count < 0 or count > (rend - rpos) // _V2_MIN_RECORD:
+        raise _corrupt(f"record batch claims {count} records in {rend - rpos} bytes",
+                       topic, partition, base_offset)
+    ts_type = (attrs_ >> 3) & 1
+    start = len(out)
+    try:
+        last = _read_records(rbuf, rpos, rend, count, base_offset, base_ts, ts_type, out,
+                             make)
+    except (IndexError, ValueError) as exc:
+        raise _corrupt(f"record batch holds a malformed record ({exc})",
+                       topic, partition, base_offset) from None
+    if ts_type == TIMESTAMP_LOG_APPEND:
+        # The broker stamped the batch; its max timestamp is every record's timestamp.
+        for i in range(start, len(out)):
+            _set_timestamp(out[i], max_ts)
+    if last != rend:
+        raise _corrupt(f"record batch records end at byte {last - rpos} of {rend - rpos}",
+                       topic, partition, base_offset)
+    return header

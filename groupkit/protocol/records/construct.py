@@ -1,0 +1,48 @@
+"""Building decoded records fast: slot setters instead of attrs' ``__init__``.
+
+The readers build millions of records a second; setting slots directly skips the generated
+``__init__``'s validation and keyword handling, which the decoder has already done.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from groupkit.errors import ConfigError
+from groupkit.protocol.records.values import Record
+
+_new = object.__new__
+_set_offset = Record.__dict__["offset"].__set__
+_set_timestamp = Record.__dict__["timestamp"].__set__
+_set_key = Record.__dict__["key"].__set__
+_set_value = Record.__dict__["value"].__set__
+_set_headers = Record.__dict__["headers"].__set__
+_set_ts_type = Record.__dict__["timestamp_type"].__set__
+
+#: The class to build and the (setter, value) pairs of its fields beyond Record's.
+_Make = tuple[type[Record], tuple[tuple[Any, Any], ...]]
+_PLAIN: _Make = (Record, ())
+_SOURCE_FIELDS = {"topic", "partition"}
+
+
+def _make(record_type: type[Record], topic: str | None, partition: int | None) -> _Make:
+    """How to build records of ``record_type``: Record, or a subclass that adds exactly the
+    fields ``topic`` and ``partition`` (set from the arguments of the same name)."""
+    if record_type is Record:
+        return _PLAIN
+    if not (isinstance(record_type, type) and issubclass(record_type, Record)):
+        raise ConfigError(f"record_type must be Record or an attrs subclass of it, not "
+                          f"{record_type!r}")
+    extra = {a.name for a in attrs.fields(record_type)} - {a.name for a in attrs.fields(Record)}
+    if extra != _SOURCE_FIELDS or "__slots__" not in record_type.__dict__:
+        raise ConfigError(f"record_type {record_type.__name__} must be slotted and add exactly"
+                          f" the fields 'topic' and 'partition' to Record, not {sorted(extra)}")
+    return record_type, ((_slot(record_type, "topic").__set__, topic),
+                         (_slot(record_type, "partition").__set__, partition))
+
+
+def _slot(cls: type, name: str) -> Any:
+    """The slot descriptor of field ``name`` from the class in ``cls``'s MRO that defines it."""
+    return next(vars(c)[name] for c in cls.__mro__ if name in vars(c))
