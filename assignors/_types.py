@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, cast
 
@@ -85,3 +86,11 @@ class MemberAssignment:
 
     partitions: tuple[TopicPartition, ...] = attrs.field(converter=_topic_partitions)
     user_data: bytes = b""
+
+
+def group_by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
+    """``[(topic, [partition, ...])]`` sorted by topic then partition: the wire layout."""
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for topic, partition in partitions:
+        by_topic[topic].append(partition)
+    return [(topic, sorted(by_topic[topic])) for topic in sorted(by_topic)]

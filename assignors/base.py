@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
 from assignors._types import (
@@ -58,14 +57,6 @@ class Assignor(abc.ABC):
         self, assignment: MemberAssignment, generation: int
     ) -> None:
         """Called on every member when SyncGroup delivers its assignment; stateless by default."""
-
-
-def group_by_topic(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]]:
-    """``[(topic, [partition, ...])]`` sorted by topic then partition: the wire layout."""
-    by_topic: dict[str, list[int]] = defaultdict(list)
-    for topic, partition in partitions:
-        by_topic[topic].append(partition)
-    return [(topic, sorted(by_topic[topic])) for topic in sorted(by_topic)]
 
 
 def member_order(members: Mapping[str, MemberSubscription]) -> list[str]:

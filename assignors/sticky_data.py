@@ -10,8 +10,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
-from assignors._types import TopicPartition
-from assignors.base import group_by_topic
+from assignors._types import TopicPartition, group_by_topic
 from groupkit.errors import CorruptFrame
 from groupkit.protocol.primitives import Writer
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from assignors._types import MemberAssignment, MemberSubscription, TopicPartition
-from assignors.base import group_by_topic
+from assignors._types import MemberAssignment, MemberSubscription, TopicPartition, group_by_topic
 from groupkit.protocol.consumer import Assignment, Subscription
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from groupkit.protocol import messages
+import groupkit.protocol.messages as messages
 from groupkit.protocol.schema import Request
 
 
