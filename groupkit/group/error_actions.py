@@ -1,7 +1,9 @@
 """The one table from (API, broker error code) to what a group member does about it.
 
-Every error code that FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit and OffsetFetch can return has a row here, with the reference client's decision.
+Every error code that FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit and
+OffsetFetch can return has a row here, with the reference client's decision. LeaveGroup has no
+rows: its answer, whatever the code, completes the leave (the Java client resets the member
+before it sends LeaveGroup and only logs a failed answer).
 Codes without a row (a newer broker's codes) get ``DEFAULT_ACTIONS``: group requests back off
 when the code is retriable and stop otherwise; offset requests fail the single request.
 """
@@ -19,7 +21,6 @@ class Api(enum.Enum):
     FIND_COORDINATOR = 10
     JOIN_GROUP = 11
     HEARTBEAT = 12
-    LEAVE_GROUP = 13
     SYNC_GROUP = 14
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
@@ -42,8 +43,6 @@ class Action(enum.Enum):
     """Forget generation and member id (the assignment is lost), rejoin at once as a new member."""
     FAIL_REQUEST = "fail the request"
     """The one request fails with the broker error; the membership is not affected."""
-    IGNORE = "ignore"
-    """Nothing to do: the member is leaving anyway."""
     FATAL = "fatal"
     """Retrying cannot help: the member stops and the application gets the error."""
 
@@ -137,13 +136,6 @@ ERROR_ACTIONS: dict[Api, dict[int, Action]] = {
         **_MEMBERSHIP,
         **_STOP,
     },
-    Api.LEAVE_GROUP: {
-        code: A.IGNORE for code in (
-            UNKNOWN_SERVER_ERROR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE,
-            NOT_COORDINATOR, REQUEST_TIMED_OUT, NETWORK_EXCEPTION, UNKNOWN_MEMBER_ID,
-            INVALID_GROUP_ID, GROUP_AUTHORIZATION_FAILED, FENCED_INSTANCE_ID,
-            UNSUPPORTED_VERSION, INVALID_REQUEST)
-    },
     Api.OFFSET_COMMIT: {
         COORDINATOR_LOAD_IN_PROGRESS: A.BACK_OFF,
         UNKNOWN_TOPIC_OR_PARTITION: A.BACK_OFF,
@@ -180,7 +172,6 @@ DEFAULT_ACTIONS: dict[Api, Action | None] = {
     Api.JOIN_GROUP: None,
     Api.SYNC_GROUP: None,
     Api.HEARTBEAT: None,
-    Api.LEAVE_GROUP: A.IGNORE,
     Api.OFFSET_COMMIT: A.FAIL_REQUEST,
     Api.OFFSET_FETCH: A.FAIL_REQUEST,
 }

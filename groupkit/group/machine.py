@@ -5,7 +5,8 @@ The runtime feeds it decoded responses (``on_response``), request failures
 ``revocation_done``), calls ``poll(now)`` after each input and when ``next_deadline()`` comes,
 and carries out what ``poll`` returns: requests to send and facts for the application. The
 state changes themselves are in ``states.TRANSITIONS``; error codes are read only through
-``error_actions.action_for``.
+``error_actions.action_for``, and what the member does about each action only through
+``states.REACTIONS`` (in ``_react``).
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ from groupkit.group.states import (
     HEARTBEAT_STATES,
     TERMINAL_STATES,
     MemberState,
+    Reaction,
     Trigger,
     next_state,
+    reaction_for,
 )
 from groupkit.protocol.messages.find_coordinator import (
     KEY_TYPE_GROUP,
@@ -75,6 +78,7 @@ from groupkit.protocol.schema import Request, Response
 
 S = MemberState
 T = Trigger
+R = Reaction
 
 #: Added to the rebalance timeout for JoinGroup/SyncGroup, as the Java client does, so the
 #: coordinator's own timeout fires first.
@@ -107,6 +111,33 @@ class RequestDecision:
     action: Action
     retry_after: float | None
     error: GroupkitError | None
+
+
+@attrs.frozen
+class _Failure:
+    """A request the broker answered with error ``code``, and what a reaction may need of it."""
+
+    api: Api
+    code: int
+    #: The broker's error_message, if it sent one.
+    message: str | None = None
+    #: The member id a JoinGroup answer handed out (MEMBER_ID_REQUIRED).
+    member_id: str = ""
+    #: The runtime's attempt count of an OffsetCommit/OffsetFetch (the back-off grows with it).
+    attempt: int = 1
+    #: Whether an OffsetCommit was sent in the member's current generation, outside a rebalance.
+    fence_current: bool = False
+
+
+#: How the reasons in outputs and logs name each API.
+_API_NAMES = {
+    Api.FIND_COORDINATOR: "FindCoordinator",
+    Api.JOIN_GROUP: "JoinGroup",
+    Api.SYNC_GROUP: "SyncGroup",
+    Api.HEARTBEAT: "Heartbeat",
+    Api.OFFSET_COMMIT: "OffsetCommit",
+    Api.OFFSET_FETCH: "OffsetFetch",
+}
 
 
 class _Kind(enum.Enum):
@@ -303,6 +334,8 @@ class GroupMachine:
         elif isinstance(response, HeartbeatResponse):
             self._on_heartbeat(req, response, now)
         elif req.closing and self._state is S.LEAVING:
+            # Whatever its error code, the answer completes the leave: the member has already
+            # given up its generation (the Java client likewise only logs a failed LeaveGroup).
             self._finish_leave("left the group on close")
         self._drive(now)
 
@@ -390,23 +423,20 @@ class GroupMachine:
         a JoinGroup or SyncGroup is under way its answer settles the membership instead: the
         group may have moved to the next generation before this member heard of it.
         """
-        action = action_for(Api.OFFSET_COMMIT, code)
-        broker = error_for_code(code)()
         current = (fence.generation_id == self._generation_id
-                   and fence.member_id == self._member_id)
-        if action in (Action.RESET_GENERATION, Action.RESET_MEMBER, Action.REJOIN):
-            rebalancing = self._state in (S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE)
-            if current and self._state in ACTIVE_STATES and not rebalancing:
-                self._membership_error(action, now, f"OffsetCommit failed: {broker.name}")
-            self._drive(now)
-            return RequestDecision(action, None, CommitFailedError(
-                f"the commit was refused ({broker}); the group has rebalanced"))
-        return self._request_decision(action, broker, now, attempt, "OffsetCommit")
+                   and fence.member_id == self._member_id
+                   and self._state in ACTIVE_STATES
+                   and self._state not in (S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE))
+        decision = self._react(_Failure(Api.OFFSET_COMMIT, code, attempt=attempt,
+                                        fence_current=current), now)
+        self._drive(now)
+        return decision
 
     def on_offset_fetch_error(self, code: int, now: float, attempt: int = 1) -> RequestDecision:
         """Decide about an OffsetFetch that failed with ``code``."""
-        action = action_for(Api.OFFSET_FETCH, code)
-        return self._request_decision(action, error_for_code(code)(), now, attempt, "OffsetFetch")
+        decision = self._react(_Failure(Api.OFFSET_FETCH, code, attempt=attempt), now)
+        self._drive(now)
+        return decision
 
     # --- response handlers ---------------------------------------------------------------------
 
@@ -424,11 +454,7 @@ class GroupMachine:
             # a v4+ answer with no entry, or one without an address: not usable yet
             code = COORDINATOR_NOT_AVAILABLE
         if code:
-            action = action_for(Api.FIND_COORDINATOR, code)
-            if action is Action.FATAL:
-                self._fail(error_for_code(code)(message or None))
-            else:
-                self._back_off(now)
+            self._react(_Failure(Api.FIND_COORDINATOR, code, message=message or None), now)
             return
         self._failures = 0
         self._retry_at = None
@@ -445,14 +471,7 @@ class GroupMachine:
     def _on_join(self, resp: JoinGroupResponse, now: float) -> None:
         code = resp.error_code
         if code:
-            action = action_for(Api.JOIN_GROUP, code)
-            if action is Action.ADOPT_MEMBER_ID:
-                self._member_id = resp.member_id
-                self._send_join(now, "rejoining with the member id the coordinator gave")
-            elif action is Action.BACK_OFF:
-                self._delay_join(now)
-            else:
-                self._act(action, code, now, "JoinGroup")
+            self._react(_Failure(Api.JOIN_GROUP, code, member_id=resp.member_id), now)
             return
         if (resp.protocol_type is not None and resp.protocol_type != self.protocol.protocol_type) \
                 or resp.protocol_name not in self._offered:
@@ -488,11 +507,7 @@ class GroupMachine:
     def _on_sync(self, resp: SyncGroupResponse, now: float) -> None:
         code = resp.error_code
         if code:
-            action = action_for(Api.SYNC_GROUP, code)
-            if action is Action.BACK_OFF:
-                self._delay_join(now)
-            else:
-                self._act(action, code, now, "SyncGroup")
+            self._react(_Failure(Api.SYNC_GROUP, code), now)
             return
         name = self._protocol_name or ""
         if (resp.protocol_type is not None and resp.protocol_type != self.protocol.protocol_type) \
@@ -525,33 +540,63 @@ class GroupMachine:
             self._failures = 0
             self._session_deadline = now + self.config.session_timeout_ms / 1000
             return
-        action = action_for(Api.HEARTBEAT, code)
-        if action is Action.BACK_OFF:
-            self._failures += 1
-            self._heartbeat_due = now + self._backoff.delay(self._failures)
-        elif action is Action.REJOIN:
-            # The coordinator answered, so it is alive; outside STABLE a rebalance is under way.
-            self._session_deadline = now + self.config.session_timeout_ms / 1000
-            if self._state is S.STABLE:
-                self._rejoin_needed = True
-                self._rejoin_reason = "the coordinator started a rebalance"
-                self._rejoin(now)
-        else:
-            self._act(action, code, now, "Heartbeat")
+        self._react(_Failure(Api.HEARTBEAT, code), now)
 
-    # --- shared reactions ----------------------------------------------------------------------
+    # --- reactions to error codes --------------------------------------------------------------
 
-    def _act(self, action: Action, code: int, now: float, api: str) -> None:
-        """Carry out a rediscover, membership or fatal action for a Join/Sync/Heartbeat error."""
-        name = error_for_code(code).name
-        if action is Action.REDISCOVER:
-            self._coordinator_lost(now, f"{api} answered {name}", back_off=True)
-        elif action in (Action.RESET_GENERATION, Action.RESET_MEMBER, Action.REJOIN):
-            self._membership_error(action, now, f"{api} answered {name}")
-        else:
-            self._fail(error_for_code(code)())
+    def _react(self, failure: _Failure, now: float) -> RequestDecision:
+        """Do what ``states.REACTIONS`` says about ``failure``; the decision is what the runtime
+        does with an OffsetCommit/OffsetFetch (group requests are retried by the machine)."""
+        action = action_for(failure.api, failure.code)
+        reaction = reaction_for(failure.api, action)
+        error = error_for_code(failure.code)(failure.message)
+        reason = f"{_API_NAMES[failure.api]} answered {error.name}"
+        retry_after = None
+        if reaction in (R.RETRY_REQUEST, R.REDISCOVER_AND_RETRY):
+            retry_after = self._backoff.delay(failure.attempt)
+        match reaction:
+            case R.RETRY_FIND:
+                self._back_off(now)
+            case R.DELAY_JOIN:
+                self._delay_join(now)
+            case R.DELAY_HEARTBEAT:
+                self._failures += 1
+                self._heartbeat_due = now + self._backoff.delay(self._failures)
+            case R.ADOPT_MEMBER_ID:
+                self._member_id = failure.member_id
+                self._send_join(now, "rejoining with the member id the coordinator gave")
+            case R.REDISCOVER:
+                self._coordinator_lost(now, reason, back_off=True)
+            case R.REDISCOVER_AND_RETRY:
+                if self._coordinator is not None and self._state in ACTIVE_STATES:
+                    self._coordinator_lost(now, reason, back_off=True)
+            case R.MEMBERSHIP:
+                self._membership_error(action, now, reason)
+            case R.REBALANCE_NOTICED:
+                # The coordinator answered, so it is alive; outside STABLE a rebalance is
+                # already under way.
+                self._session_deadline = now + self.config.session_timeout_ms / 1000
+                if self._state is S.STABLE:
+                    self._rejoin_needed = True
+                    self._rejoin_reason = "the coordinator started a rebalance"
+                    self._rejoin(now)
+            case R.REFUSE_COMMIT:
+                if failure.fence_current:
+                    self._membership_error(action, now, reason)
+                return RequestDecision(action, None, CommitFailedError(
+                    f"the commit was refused ({error}); the group has rebalanced"))
+            case R.STOP:
+                self._fail(error)
+                return RequestDecision(action, None, error)
+            case R.FAIL_REQUEST:
+                return RequestDecision(action, None, error)
+            case R.RETRY_REQUEST:
+                pass
+        return RequestDecision(action, retry_after, None)
 
     def _membership_error(self, action: Action, now: float, reason: str) -> None:
+        """Forget what ``action`` names as stale (REJOIN: nothing), then rejoin once the
+        coordinator is known."""
         if action is not Action.REJOIN:
             if action is Action.RESET_MEMBER:
                 self._member_id = ""
@@ -560,23 +605,6 @@ class GroupMachine:
         self._rejoin_reason = reason
         if self._state is not S.COORDINATOR_UNKNOWN:
             self._rejoin(now)
-
-    def _request_decision(self, action: Action, broker: GroupkitError, now: float, attempt: int,
-                          api: str) -> RequestDecision:
-        delay = self._backoff.delay(attempt)
-        if action is Action.BACK_OFF:
-            decision = RequestDecision(action, delay, None)
-        elif action is Action.REDISCOVER:
-            if self._coordinator is not None and self._state in ACTIVE_STATES:
-                self._coordinator_lost(now, f"{api} answered {broker}", back_off=True)
-            decision = RequestDecision(action, delay, None)
-        elif action is Action.FATAL:
-            self._fail(broker)
-            decision = RequestDecision(action, None, broker)
-        else:
-            decision = RequestDecision(action, None, broker)
-        self._drive(now)
-        return decision
 
     def _reset_generation(self, reason: str) -> None:
         if self._owned:

@@ -1,9 +1,10 @@
-"""Member states and the one transition table of the group membership machine.
+"""Member states and the two tables of the group membership machine.
 
 Everything that moves a member from one state to another lives here, h11 ``_state.py`` style:
-the machine decides *which* fact happened, this table says *where* that fact leads, and a pair
-missing from the table is a bug in the machine (``IllegalStateError``), never a silent no-op.
-The diagram in docs/group-state-machine.md is drawn from ``TRANSITIONS``.
+the machine decides *which* fact happened, ``TRANSITIONS`` says *where* that fact leads, and a
+pair missing from the table is a bug in the machine (``IllegalStateError``), never a silent
+no-op. Beside it, ``REACTIONS`` says what the member does about each action the error table
+(``error_actions``) names for a failed request. docs/group-state-machine.md is drawn from both.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import enum
 
 from groupkit.errors import IllegalStateError
+from groupkit.group.error_actions import Action, Api
 
 
 class MemberState(enum.Enum):
@@ -102,3 +104,75 @@ def next_state(state: MemberState, trigger: Trigger) -> MemberState:
         raise IllegalStateError(
             f"group member cannot go from {state.name} on {trigger.name}; this is a groupkit bug,"
             " please report it with the log of this member") from None
+
+
+class Reaction(enum.Enum):
+    """What the member does about a failed request once ``action_for`` has named the action.
+
+    Each value is the reaction's one-line description (the generated diagram page shows it).
+    """
+
+    RETRY_FIND = "Send FindCoordinator again after the retry back-off."
+    DELAY_JOIN = ("Keep the coordinator (it is busy, not gone) and send JoinGroup again after"
+                  " the retry back-off.")
+    DELAY_HEARTBEAT = "Send the next heartbeat after the retry back-off, not the interval."
+    ADOPT_MEMBER_ID = "Send JoinGroup again at once, carrying the member id just handed out."
+    REDISCOVER = ("Forget the coordinator and find it again after the retry back-off; a"
+                  " rebalance under way starts over with the new coordinator.")
+    MEMBERSHIP = ("Forget what the action names as stale (nothing, the generation, or"
+                  " generation and member id; a lost generation's units are Lost), then rejoin"
+                  " once the coordinator is known; an eager member revokes what it holds first.")
+    REBALANCE_NOTICED = ("The coordinator is alive and rebalancing: the session restarts; a"
+                         " STABLE member rejoins, one already rebalancing carries on.")
+    STOP = "The member stops (FATAL) with the broker error; the units it held are Lost."
+    RETRY_REQUEST = ("The runtime sends the request again after the retry back-off for its"
+                     " attempt; the membership is untouched.")
+    REDISCOVER_AND_RETRY = ("An active member forgets the coordinator and finds it again; the"
+                            " runtime retries the request after the retry back-off.")
+    REFUSE_COMMIT = ("The commit fails with CommitFailedError; if it was sent in the member's"
+                     " current generation outside a rebalance, MEMBERSHIP follows.")
+    FAIL_REQUEST = "The one request fails with the broker error; the membership is untouched."
+
+
+A = Action
+R = Reaction
+
+#: JoinGroup, SyncGroup and Heartbeat share these rows.
+_GROUP_REACTIONS = {
+    A.BACK_OFF: R.DELAY_JOIN,
+    A.REDISCOVER: R.REDISCOVER,
+    A.REJOIN: R.MEMBERSHIP,
+    A.RESET_GENERATION: R.MEMBERSHIP,
+    A.RESET_MEMBER: R.MEMBERSHIP,
+    A.FATAL: R.STOP,
+}
+#: OffsetCommit and OffsetFetch share these rows.
+_REQUEST_REACTIONS = {
+    A.BACK_OFF: R.RETRY_REQUEST,
+    A.REDISCOVER: R.REDISCOVER_AND_RETRY,
+    A.FAIL_REQUEST: R.FAIL_REQUEST,
+    A.FATAL: R.STOP,
+}
+
+#: api -> {action -> reaction}. The only place the machine decides what an action means for
+#: it; every action the error table (with its defaults) can name for an api has a row.
+REACTIONS: dict[Api, dict[Action, Reaction]] = {
+    Api.FIND_COORDINATOR: {A.BACK_OFF: R.RETRY_FIND, A.FATAL: R.STOP},
+    Api.JOIN_GROUP: {**_GROUP_REACTIONS, A.ADOPT_MEMBER_ID: R.ADOPT_MEMBER_ID},
+    Api.SYNC_GROUP: _GROUP_REACTIONS,
+    Api.HEARTBEAT: {**_GROUP_REACTIONS, A.BACK_OFF: R.DELAY_HEARTBEAT,
+                    A.REJOIN: R.REBALANCE_NOTICED},
+    Api.OFFSET_COMMIT: {**_REQUEST_REACTIONS, A.REJOIN: R.REFUSE_COMMIT,
+                        A.RESET_GENERATION: R.REFUSE_COMMIT, A.RESET_MEMBER: R.REFUSE_COMMIT},
+    Api.OFFSET_FETCH: _REQUEST_REACTIONS,
+}
+
+
+def reaction_for(api: Api, action: Action) -> Reaction:
+    """What the member does about ``action`` on a failed ``api``; a missing pair is a bug."""
+    try:
+        return REACTIONS[api][action]
+    except KeyError:
+        raise IllegalStateError(
+            f"group member has no reaction to {action.name} for {api.name}; this is a groupkit"
+            " bug, please report it with the log of this member") from None

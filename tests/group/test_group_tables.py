@@ -1,4 +1,5 @@
-"""Config validation, back-off arithmetic, the transition table and the page drawn from it."""
+"""Config validation, back-off arithmetic, the transition and reaction tables and the page drawn
+from them."""
 
 from __future__ import annotations
 
@@ -7,10 +8,18 @@ from pathlib import Path
 import pytest
 
 from groupkit.errors import ConfigError, IllegalStateError
-from groupkit.group import GroupConfig, MemberState, Trigger
+from groupkit.group import Action, Api, GroupConfig, MemberState, Trigger
 from groupkit.group.backoff import Backoff
 from groupkit.group.diagram import render
-from groupkit.group.states import TERMINAL_STATES, TRANSITIONS, next_state
+from groupkit.group.error_actions import DEFAULT_ACTIONS, ERROR_ACTIONS
+from groupkit.group.states import (
+    REACTIONS,
+    TERMINAL_STATES,
+    TRANSITIONS,
+    Reaction,
+    next_state,
+    reaction_for,
+)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "group-state-machine.md"
 
@@ -77,6 +86,22 @@ def test_a_pair_missing_from_the_table_is_a_named_error() -> None:
         is MemberState.COMPLETING_REBALANCE
     with pytest.raises(IllegalStateError, match="STABLE on JOINED"):
         next_state(MemberState.STABLE, Trigger.JOINED)
+
+
+def test_every_action_the_error_table_can_name_has_exactly_one_reaction() -> None:
+    for api in Api:
+        default = DEFAULT_ACTIONS[api]
+        named = set(ERROR_ACTIONS[api].values()) | (
+            {Action.BACK_OFF, Action.FATAL} if default is None else {default})
+        assert set(REACTIONS[api]) == named, api
+    used = {reaction for rows in REACTIONS.values() for reaction in rows.values()}
+    assert used == set(Reaction), "a reaction no row leads to is dead code"
+
+
+def test_an_action_without_a_reaction_is_a_named_error() -> None:
+    assert reaction_for(Api.HEARTBEAT, Action.REJOIN) is Reaction.REBALANCE_NOTICED
+    with pytest.raises(IllegalStateError, match="ADOPT_MEMBER_ID for SYNC_GROUP"):
+        reaction_for(Api.SYNC_GROUP, Action.ADOPT_MEMBER_ID)
 
 
 def test_the_docs_page_is_drawn_from_the_current_tables() -> None:
