@@ -40,6 +40,12 @@ from groupkit.protocol.messages.create_topics import (
 from groupkit.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from groupkit.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsRequestTopic
 from groupkit.protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from groupkit.protocol.messages.fetch import (
+    FetchRequest,
+    FetchRequestPartition,
+    FetchRequestTopic,
+    FetchResponse,
+)
 from groupkit.protocol.messages.list_groups import ListGroupsRequest
 from groupkit.protocol.messages.list_offsets import (
     EARLIEST_TIMESTAMP,
@@ -48,6 +54,18 @@ from groupkit.protocol.messages.list_offsets import (
     ListOffsetsRequestPartition,
     ListOffsetsRequestTopic,
 )
+from groupkit.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+)
+from groupkit.protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+    OffsetDeleteResponse,
+)
 from groupkit.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchRequestGroup,
@@ -55,6 +73,7 @@ from groupkit.protocol.messages.offset_fetch import (
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
 )
+from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import Request, Response
 from groupkit.runtime.cluster import COORDINATOR, Cluster
 
@@ -62,6 +81,9 @@ __all__ = ["Admin"]
 
 _DELETE_TOPICS = 20
 _OFFSET_FETCH = 9
+_FETCH = 1
+#: Fetch names topics by id from this version.
+_FETCH_TOPIC_IDS = 13
 _TOPICS_BY_ID_VERSION = 6
 _GROUPS_ARRAY_VERSION = 8
 #: Codes after which a group request goes to a freshly looked-up coordinator.
@@ -249,6 +271,63 @@ class Admin:
                         p.committed_offset, p.metadata, p.committed_leader_epoch)
         return offsets
 
+    def alter_consumer_group_offsets(
+            self, group_id: str, offsets: Mapping[TopicPartition, int | CommittedOffset]) -> None:
+        """Set a group's committed offsets, as Java's ``alterConsumerGroupOffsets`` does.
+
+        Commits as a non-member (generation -1, no member id), so the coordinator accepts it
+        only while the group has no active members (Kafka answers UNKNOWN_MEMBER_ID otherwise).
+        Raises the first partition's error, its message naming every partition that failed.
+        """
+        if not offsets:
+            raise ConfigError("alter_consumer_group_offsets needs at least one partition")
+        by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
+        for tp, value in offsets.items():
+            stored = value if isinstance(value, CommittedOffset) else CommittedOffset(value)
+            if stored.offset < 0:
+                raise ConfigError(f"offset for {tp[0]}-{tp[1]} must be >= 0, not {stored.offset}")
+            by_topic[tp[0]].append(OffsetCommitRequestPartition(
+                partition_index=tp[1], committed_offset=stored.offset,
+                committed_leader_epoch=stored.leader_epoch,
+                committed_metadata=stored.metadata))
+        request = OffsetCommitRequest(
+            group_id=group_id, generation_id_or_member_epoch=-1, member_id="",
+            topics=[OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
+
+        def split(response: OffsetCommitResponse, groups: list[str]
+                  ) -> dict[str, tuple[int, Any]]:
+            return {group_id: (_retry_code(response.topics), response.topics)}
+
+        code, topics = self._by_coordinator([group_id], lambda groups: request, split)[group_id]
+        _check(code, f"group {group_id!r}")
+        _check_partitions(topics, f"group {group_id!r}")
+
+    def delete_consumer_group_offsets(self, group_id: str,
+                                      partitions: Iterable[TopicPartition]) -> None:
+        """Delete a group's committed offsets for ``partitions`` (OffsetDelete, API 47), as
+        Java's ``deleteConsumerGroupOffsets`` does.
+
+        The coordinator refuses partitions of topics the group's members still subscribe to
+        (GroupSubscribedToTopicError). Brokers without the API raise UnsupportedVersionError.
+        """
+        by_topic: dict[str, list[OffsetDeleteRequestPartition]] = collections.defaultdict(list)
+        for tp in partitions:
+            by_topic[tp[0]].append(OffsetDeleteRequestPartition(partition_index=tp[1]))
+        if not by_topic:
+            raise ConfigError("delete_consumer_group_offsets needs at least one partition")
+        request = OffsetDeleteRequest(
+            group_id=group_id,
+            topics=[OffsetDeleteRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
+
+        def split(response: OffsetDeleteResponse, groups: list[str]
+                  ) -> dict[str, tuple[int, Any]]:
+            return {group_id: (response.error_code or _retry_code(response.topics),
+                               response.topics)}
+
+        code, topics = self._by_coordinator([group_id], lambda groups: request, split)[group_id]
+        _check(code, f"group {group_id!r}")
+        _check_partitions(topics, f"group {group_id!r}")
+
     def _by_coordinator(self, group_ids: Iterable[str], build: Callable[[list[str]], Request],
                         split: Split[_Answer], version: int | None = None
                         ) -> dict[str, tuple[int, Any]]:
@@ -325,6 +404,56 @@ class Admin:
                 self._cluster.refresh()
         return results
 
+    def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Each partition's log end: the high watermark, where a consumer that read everything
+        stands. Lag is measured against it.
+
+        On Apache Kafka ListOffsets "latest" answers the high watermark. Some brokers answer
+        less there (Tansu 0.6 gives the base offset of the last batch plus one once a partition
+        holds several batches), so the answer is checked with a Fetch from that offset: every
+        broker reports the true high watermark on Fetch, and the larger figure wins.
+        """
+        wanted = list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
+        listed = self.list_offsets({tp: "latest" for tp in wanted})
+        ends = {tp: listed[tp].offset for tp in wanted}
+        metadata = self._cluster.metadata
+        by_leader: dict[int, dict[str, list[FetchRequestPartition]]] = \
+            collections.defaultdict(lambda: collections.defaultdict(list))
+        for tp in wanted:
+            leader = metadata.leader_for(tp.topic, tp.partition)
+            if leader is not None:
+                by_leader[leader][tp.topic].append(FetchRequestPartition(
+                    partition=tp.partition, fetch_offset=max(0, ends[tp]),
+                    partition_max_bytes=1))
+        futures = {}
+        for node, topics in by_leader.items():
+            version = self._cluster.api_version(node, _FETCH)
+            if version is None:
+                continue
+            ids = {t: (info.topic_id if (info := metadata.topic(t)) else NULL_UUID)
+                   for t in topics}
+            if version >= _FETCH_TOPIC_IDS and NULL_UUID in ids.values():
+                version = _FETCH_TOPIC_IDS - 1
+            names = {(ids[t] if version >= _FETCH_TOPIC_IDS else t): t for t in topics}
+            # min_bytes 0: Kafka answers at once. Tansu 0.6 answers max_wait_ms 0 with no
+            # partitions at all, so the fetch may wait a token 10 ms.
+            request = FetchRequest(
+                max_wait_ms=10, min_bytes=0, max_bytes=1, session_id=0, session_epoch=-1,
+                topics=[FetchRequestTopic(topic=t, topic_id=ids[t], partitions=p)
+                        for t, p in topics.items()], forgotten_topics_data=[])
+            futures[node] = (names, version, self._cluster.send(node, request, version=version))
+        for names, version, future in futures.values():
+            response: FetchResponse = future.result(self._timeout + 1)
+            check_error(response.error_code)
+            for topic in response.responses:
+                name = names.get(topic.topic_id if version >= _FETCH_TOPIC_IDS else topic.topic)
+                for p in topic.partitions:
+                    tp = TopicPartition(name or "", p.partition_index)
+                    # A partition error (e.g. the log moved on) leaves ListOffsets' answer.
+                    if tp in ends and not p.error_code:
+                        ends[tp] = max(ends[tp], p.high_watermark)
+        return ends
+
     def _list_offsets_once(self, wanted: dict[TopicPartition, int],
                            results: dict[TopicPartition, ListedOffset]
                            ) -> tuple[list[TopicPartition], GroupkitError]:
@@ -394,3 +523,22 @@ def _error(code: int, where: str, detail: str | None = None) -> BrokerError:
 def _check(code: int, where: str, detail: str | None = None) -> None:
     if code:
         raise _error(code, where, detail)
+
+
+def _retry_code(topics: Iterable[Any]) -> int:
+    """A partition code after which the whole group request goes to the coordinator again."""
+    for topic in topics:
+        for p in topic.partitions:
+            if p.error_code in _COORDINATOR_MOVED or p.error_code == _COORDINATOR_LOADING:
+                return int(p.error_code)
+    return 0
+
+
+def _check_partitions(topics: Iterable[Any], where: str) -> None:
+    """Raise the first failed partition's error, naming every partition that failed."""
+    failed = [(f"{topic.name}-{p.partition_index}", p.error_code)
+              for topic in topics for p in topic.partitions if p.error_code]
+    if failed:
+        cls = error_for_code(failed[0][1])
+        listed = ", ".join(f"{name} ({error_for_code(code).name})" for name, code in failed)
+        raise cls(f"{where}: {cls.description} Failed partitions: {listed}.")

@@ -23,6 +23,8 @@ from kafka.protocol.admin.topics import DeleteTopicsRequest as KpDeleteTopicsReq
 from kafka.protocol.consumer.fetch import FetchRequest as KpFetchRequest
 from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse
 from kafka.protocol.consumer.group import OffsetCommitRequest as KpOffsetCommitRequest
+from kafka.protocol.consumer.group import OffsetDeleteRequest as KpOffsetDeleteRequest
+from kafka.protocol.consumer.group import OffsetDeleteResponse as KpOffsetDeleteResponse
 from kafka.protocol.consumer.group import OffsetFetchRequest as KpOffsetFetchRequest
 from kafka.protocol.consumer.offsets import ListOffsetsRequest as KpListOffsetsRequest
 from kafka.protocol.producer.produce import ProduceRequest as KpProduceRequest
@@ -73,6 +75,14 @@ from groupkit.protocol.messages.offset_commit import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
     OffsetCommitResponse,
+)
+from groupkit.protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
 )
 from groupkit.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
@@ -587,6 +597,23 @@ def test_delete_topics_names_array_up_to_v5() -> None:
                   KpDeleteTopicsRequest)
 
 
+def test_offset_delete_v0_request_names_group_topics_and_partitions() -> None:
+    msg = OffsetDeleteRequest(group_id="g", topics=[OffsetDeleteRequestTopic(
+        name="t", partitions=[OffsetDeleteRequestPartition(partition_index=0),
+                              OffsetDeleteRequestPartition(partition_index=7)])])
+    expected = s("g") + i32(1) + s("t") + i32(2) + i32(0) + i32(7)
+    assert_layout(msg, 0, expected, KpOffsetDeleteRequest)
+
+
+def test_offset_delete_v0_response_has_the_error_code_before_the_throttle_time() -> None:
+    # Unlike most responses, OffsetDelete starts with the top-level error code.
+    msg = OffsetDeleteResponse(error_code=0, throttle_time_ms=5, topics=[
+        OffsetDeleteResponseTopic(name="t", partitions=[
+            OffsetDeleteResponsePartition(partition_index=1, error_code=86)])])
+    expected = i16(0) + i32(5) + i32(1) + s("t") + i32(1) + i32(1) + i16(86)
+    assert_layout(msg, 0, expected, KpOffsetDeleteResponse)
+
+
 # --- responses captured from a Tansu v0.6.0 broker --------------------------------------------
 
 TANSU_RECORDS = bytes.fromhex(
@@ -683,7 +710,7 @@ D_MESSAGES = [
     cls
     for req in (OffsetCommitRequest, OffsetFetchRequest, ListOffsetsRequest, FetchRequest,
                 ProduceRequest, SaslHandshakeRequest, SaslAuthenticateRequest,
-                CreateTopicsRequest, DeleteTopicsRequest)
+                CreateTopicsRequest, DeleteTopicsRequest, OffsetDeleteRequest)
     for cls in (req, req.Response)
 ]
 

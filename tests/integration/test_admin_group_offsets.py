@@ -1,0 +1,77 @@
+"""Admin's offset writes and log ends on the local broker, read back with kafka-python."""
+
+from __future__ import annotations
+
+import kafka
+import pytest
+
+from assignors import TopicPartition
+from groupkit.admin import Admin
+from groupkit.admin_values import CommittedOffset
+from groupkit.errors import ConfigError, UnsupportedVersionError
+from groupkit.producer import Producer
+
+WAIT = 20.0
+
+
+@pytest.fixture(scope="module")
+def admin(kafka_broker):
+    with Admin(bootstrap_servers=kafka_broker.bootstrap_servers) as a:
+        yield a
+
+
+def _produce_batches(bootstrap: str, topic: str, partition: int, batches: list[int]) -> int:
+    """Write each batch with its own flush (one record batch each); returns the next offset."""
+    last = -1
+    with Producer(bootstrap_servers=bootstrap) as producer:
+        for size in batches:
+            futures = [producer.send(topic, b"x", partition=partition) for _ in range(size)]
+            producer.flush(WAIT)
+            last = futures[-1].result(0).offset
+    return last + 1
+
+
+def test_log_end_is_the_next_offset_to_be_written_across_several_batches(
+        kafka_broker, admin, unique_name) -> None:
+    topic = unique_name("ends")
+    admin.create_topics([topic], num_partitions=3)
+    truth = {
+        TopicPartition(topic, 0): _produce_batches(kafka_broker.bootstrap_servers, topic, 0,
+                                                   [100, 100, 100]),
+        TopicPartition(topic, 1): _produce_batches(kafka_broker.bootstrap_servers, topic, 1, [7]),
+        TopicPartition(topic, 2): 0,
+    }
+    assert truth[TopicPartition(topic, 0)] == 300
+    assert admin.log_end_offsets(list(truth)) == truth
+
+
+def test_altered_offsets_are_what_a_peer_client_reads_back(
+        kafka_broker, admin, unique_name) -> None:
+    topic, group = unique_name("alter"), unique_name("g")
+    admin.create_topics([topic], num_partitions=2)
+    admin.alter_consumer_group_offsets(group, {
+        TopicPartition(topic, 0): 5,
+        TopicPartition(topic, 1): CommittedOffset(9, metadata="moved by test")})
+    peer = kafka.KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers,
+                               group_id=group, enable_auto_commit=False)
+    try:
+        assert peer.committed(kafka.TopicPartition(topic, 0)) == 5
+        assert peer.committed(kafka.TopicPartition(topic, 1)) == 9
+    finally:
+        peer.close()
+
+
+def test_alter_refuses_negative_offsets_and_no_partitions(admin) -> None:
+    with pytest.raises(ConfigError, match=">= 0"):
+        admin.alter_consumer_group_offsets("g", {TopicPartition("t", 0): -1})
+    with pytest.raises(ConfigError, match="at least one partition"):
+        admin.alter_consumer_group_offsets("g", {})
+    with pytest.raises(ConfigError, match="at least one partition"):
+        admin.delete_consumer_group_offsets("g", [])
+
+
+def test_delete_offsets_on_a_broker_without_offset_delete_says_so(admin, unique_name) -> None:
+    # Tansu 0.6 does not offer API 47; the request itself is tested against a fake broker
+    # (tests/runtime/test_admin_offset_delete.py).
+    with pytest.raises(UnsupportedVersionError, match="OffsetDeleteRequest"):
+        admin.delete_consumer_group_offsets(unique_name("g"), [TopicPartition("t", 0)])
