@@ -140,6 +140,20 @@ def test_v1_wrapper_relative_offsets_are_made_absolute() -> None:
     assert [r.offset for r in decode_records(bytes(data))] == [700, 701, 702, 703]
 
 
+@pytest.mark.parametrize("wrapper_offset", [0, 50])
+def test_v1_wrapper_below_the_last_inner_offset_keeps_the_inner_offsets(
+        wrapper_offset: int) -> None:
+    # A producer writes the wrapper at offset 0 (Java keeps the inner offsets then): 120 records
+    # read as 0..119, not -119..0. A non-zero wrapper below the last inner offset is kept the same.
+    rows = [(None, b"%d" % i, [], 10) for i in range(120)]
+    data = bytearray(encode_message_set(rows, magic=1, compression="gzip"))
+    data[0:8] = wrapper_offset.to_bytes(8, "big")
+    records = decode_records(bytes(data))
+    assert [r.offset for r in records] == list(range(120))
+    assert [r.value for r in records] == [b"%d" % i for i in range(120)]
+    assert decode_batches(bytes(data))[0].last_offset == 119
+
+
 def test_v1_wrapper_log_append_time_overrides_inner_timestamps() -> None:
     rows = [(None, b"a", [], 5), (None, b"b", [], 9)]
     data = encode_message_set(rows, magic=1, compression="snappy",

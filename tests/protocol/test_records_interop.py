@@ -108,6 +108,21 @@ def test_their_message_sets_decode_through_ours(name: str, magic: int,
     assert {b.compression for b in batches} == {compression}
 
 
+@pytest.mark.parametrize("compression", ["gzip", "snappy", "lz4"])
+def test_a_producers_v1_wrapper_at_offset_0_reads_as_its_inner_offsets(
+        compression: str) -> None:
+    # As a producer sends it, before a broker rewrites the wrapper offset: Java (and groupkit)
+    # keep the inner offsets, 0..119, instead of shifting them to -119..0.
+    builder = KafkaLegacyBuilder(magic=1, compression_type=CODEC_IDS[compression],
+                                 batch_size=1 << 20)
+    for i in range(120):
+        builder.append(i, timestamp=BASE_TS, key=None, value=b"v%d" % i)
+    data = bytes(builder.build())
+    assert int.from_bytes(data[:8], "big") == 0
+    assert [(r.offset, r.value) for r in decode_records(data)] == [
+        (i, b"v%d" % i) for i in range(120)]
+
+
 @pytest.mark.parametrize("compression", CODECS)
 @pytest.mark.parametrize("reader_cls", [KafkaMemoryRecords, AioMemoryRecords],
                          ids=["kafka-python", "aiokafka"])

@@ -129,7 +129,11 @@ def _decode_legacy(buf: bytes, view: memoryview, pos: int, end: int, topic: str 
         raise _corrupt("compressed message holds no messages", topic, partition, offset)
     if magic == 1:
         # Inner offsets are relative; the wrapper carries the absolute offset of the last one.
-        shift = offset - inner_records[-1].offset
+        # A producer writes the wrapper at offset 0 (the broker assigns offsets), so, as the
+        # Java client does (AbstractLegacyRecordBatch), the shift applies only when it is >= 0;
+        # otherwise the inner offsets stand as written. (Java raises for a non-zero wrapper
+        # below the last inner offset; groupkit keeps the inner offsets there too.)
+        shift = max(0, offset - inner_records[-1].offset)
         for r in inner_records:
             _set_offset(r, r.offset + shift)
             if ts_type == TIMESTAMP_LOG_APPEND:
