@@ -24,6 +24,14 @@ class CorruptRecordError(CorruptFrame):
     """A record batch failed its CRC or framing check."""
 
 
+class NegotiationError(CorruptFrame):
+    """A broker's reply during the connection handshake (ApiVersions, SASL) could not be read.
+
+    The message names the API and the version sent; the broker speaks something groupkit cannot
+    parse there, so check that the address is a Kafka listener of a supported version.
+    """
+
+
 class ConfigError(GroupkitError, ValueError):
     """A setting has a value groupkit cannot use; the message names the setting."""
 

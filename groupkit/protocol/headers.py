@@ -9,6 +9,7 @@ which versions the broker speaks.
 
 from __future__ import annotations
 
+import logging
 import struct
 from typing import TypeVar
 
@@ -18,6 +19,8 @@ from groupkit.errors import CorruptFrame, UnsupportedVersionError
 from groupkit.protocol.primitives import Reader, Writer
 from groupkit.protocol.registry import REQUESTS
 from groupkit.protocol.schema import Request, Response
+
+log = logging.getLogger(__name__)
 
 _API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
@@ -138,15 +141,24 @@ def peek_correlation_id(frame: bytes | bytearray | memoryview) -> int:
 
 
 def decode_response_frame(frame: bytes | bytearray | memoryview, response_cls: type[_R],
-                          version: int) -> tuple[int, _R]:
-    """Decode a response frame (without its size prefix) into its correlation id and body."""
+                          version: int, *, strict: bool = False) -> tuple[int, _R]:
+    """Decode a response frame (without its size prefix) into its correlation id and body.
+
+    Bytes after the fields this version defines are ignored (logged at DEBUG), as the Java
+    client reads the fields it knows and leaves the rest; ``strict=True`` makes them a
+    CorruptFrame. The frame's own length and every field inside it stay strictly checked.
+    """
     r = Reader(frame, context="response header")
     correlation_id = r.int32()
     if response_header_version(response_cls.API_KEY, version) >= 1:
         _read_tags(r)
     r.context = f"{response_cls.__name__} v{version}"
     body = response_cls.decode_from(r, version)
-    _expect_end(r)
+    if strict:
+        _expect_end(r)
+    elif r.pos != r.end:
+        log.debug("%s: ignored %d bytes after the fields this version defines", r.context,
+                  r.end - r.pos)
     return correlation_id, body
 
 

@@ -35,6 +35,7 @@ from groupkit.errors import (
     CorruptFrame,
     GroupkitError,
     KafkaConnectionError,
+    NegotiationError,
     RequestTimeoutError,
     UnsupportedVersionError,
     check_error,
@@ -83,6 +84,7 @@ class _Pending:
     future: Future[Any]
     sent_at: float
     deadline: float
+    handshake: bool = False
 
 
 @attrs.define(eq=False)
@@ -250,20 +252,36 @@ class BrokerConnection:
         link.versions = versions
 
     def _negotiate(self, link: _Link, timeout: float) -> dict[int, int]:
+        """ApiVersions at our highest version, stepping down while the broker refuses it.
+
+        Follows the Java client (NetworkClient.handleApiVersionsResponse, KIP-511): an
+        UNSUPPORTED_VERSION answer lists the broker's own ApiVersions range when it can; the
+        retry uses its highest version, or v0 when the list is empty, lacks ApiVersions or could
+        not be read. Unlike Java, a listed version that is not lower than the refused one is
+        lowered to refused - 1, so the retries always end.
+        """
         version = ApiVersionsRequest.MAX_VERSION
-        response = self._call(link, ApiVersionsRequest(), version, timeout)
-        assert isinstance(response, ApiVersionsResponse)
-        if response.error_code == _UNSUPPORTED_VERSION:
-            # The broker answered in v0 and listed its own ApiVersions range: use the best shared.
-            theirs = {k.api_key: k.max_version for k in response.api_keys}
-            version = min(version, theirs.get(_API_VERSIONS, 0))
+        while True:
             response = self._call(link, ApiVersionsRequest(), version, timeout)
             assert isinstance(response, ApiVersionsResponse)
+            if response.error_code != _UNSUPPORTED_VERSION:
+                break
+            if version == 0:
+                raise UnsupportedVersionError(
+                    f"{self.address} refused ApiVersions v0 with UNSUPPORTED_VERSION; it does not"
+                    " speak the Kafka protocol versions groupkit knows, check bootstrap_servers")
+            theirs = {k.api_key: k.max_version for k in response.api_keys}
+            lower = max(0, min(theirs.get(_API_VERSIONS, 0), version - 1))
+            log.debug("%s refused ApiVersions v%d; retrying with v%d", self.address, version,
+                      lower)
+            version = lower
         check_error(response.error_code)
         return negotiate(response)
 
     def _call(self, link: _Link, request: Request, version: int, timeout: float) -> Response:
-        future = self._send_on(link, request, version, timeout)
+        """Send one handshake request and wait for its answer (a decoding failure raises a
+        NegotiationError naming the API and version)."""
+        future = self._send_on(link, request, version, timeout, handshake=True)
         try:
             # The watchdog fails the future at ``timeout``; the margin only guards against a hang.
             result: Response = future.result(timeout + 5)
@@ -306,8 +324,8 @@ class BrokerConnection:
                 f"{type(request).__name__} (API key {request.API_KEY}); use a broker that has it")
         return version
 
-    def _send_on(self, link: _Link, request: Request, version: int,
-                 timeout: float) -> Future[Any]:
+    def _send_on(self, link: _Link, request: Request, version: int, timeout: float, *,
+                 handshake: bool = False) -> Future[Any]:
         future: Future[Any] = Future()
         future.set_running_or_notify_cancel()
         expects_response = not (request.API_KEY == _PRODUCE and getattr(request, "acks", 1) == 0)
@@ -323,7 +341,7 @@ class BrokerConnection:
                 if expects_response:
                     link.pending.append(_Pending(correlation_id, request.API_KEY, version,
                                                  type(request).Response, future, now,
-                                                 now + timeout))
+                                                 now + timeout, handshake))
                     link.cond.notify_all()
             try:
                 link.sock.sendall(frame)
@@ -364,7 +382,17 @@ class BrokerConnection:
                     f"{self.address} sent a response with correlation id {correlation_id} but "
                     f"the oldest request in flight has {expected}; the stream is out of step, "
                     "so the connection is closed")
-        response = _decode(frame, head)
+        try:
+            response = _decode(frame, head)
+        except CorruptFrame as exc:
+            if not head.handshake:
+                raise
+            api = head.response_cls.__name__.removesuffix("Response")
+            self._fail_link(link, NegotiationError(
+                f"the {api} v{head.version} reply from {self.address} could not be read during"
+                f" the connection handshake ({exc}); check that this address is a Kafka listener"
+                " and that security_protocol matches it"), head)
+            return
         with link.cond:
             if link.closed:
                 return
@@ -440,10 +468,28 @@ class BrokerConnection:
 
 
 def _decode(frame: bytes, pending: _Pending) -> Response:
-    try:
-        return decode_response_frame(frame, pending.response_cls, pending.version)[1]
-    except CorruptFrame:
-        if pending.api_key != _API_VERSIONS or pending.version == 0:
-            raise
-    # A broker that does not know our ApiVersions version answers in v0 with error 35 (KIP-511).
-    return decode_response_frame(frame, pending.response_cls, 0)[1]
+    if pending.api_key == _API_VERSIONS:
+        return _decode_api_versions(frame, pending.version)
+    return decode_response_frame(frame, pending.response_cls, pending.version)[1]
+
+
+def _decode_api_versions(frame: bytes, version: int) -> ApiVersionsResponse:
+    """An ApiVersions reply, which a broker that refuses ``version`` may write in v0 form.
+
+    Java parses at the version sent and, failing that, at v0 (ApiVersionsResponse.parse). A
+    parse that uses every byte is tried first in both forms, so a v0 reply is never misread as
+    a longer one; then each form with trailing bytes ignored. When no form parses but the error
+    code (the first field in every version) is UNSUPPORTED_VERSION, the answer counts as that
+    error with an unreadable version list, so negotiation retries at v0 rather than giving up.
+    """
+    forms = [(version, True), (0, True), (version, False), (0, False)]
+    first_error: CorruptFrame | None = None
+    for form, strict in dict.fromkeys(forms):
+        try:
+            return decode_response_frame(frame, ApiVersionsResponse, form, strict=strict)[1]
+        except CorruptFrame as exc:
+            first_error = first_error or exc
+    if len(frame) >= 6 and int.from_bytes(frame[4:6], "big", signed=True) == _UNSUPPORTED_VERSION:
+        return ApiVersionsResponse(error_code=_UNSUPPORTED_VERSION, api_keys=[])
+    assert first_error is not None
+    raise first_error

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import struct
 
 import pytest
@@ -26,6 +27,7 @@ from groupkit.protocol.messages.api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
 )
+from groupkit.protocol.messages.metadata import MetadataResponse, MetadataResponseBroker
 from groupkit.protocol.schema import INT32, STRING, Request, Response, f, message, pair
 
 _TEST_KEY = 32000
@@ -181,13 +183,24 @@ def test_out_of_range_version_in_request_frame() -> None:
         decode_request_frame(struct.pack(">hhih", 18, 9, 1, -1))
 
 
-def test_trailing_bytes_are_corrupt() -> None:
+def test_trailing_bytes_are_corrupt_in_a_request_and_a_strict_response() -> None:
     frame = unframe(encode_request_frame(ApiVersionsRequest(), 0, 1, "c")) + b"!"
     with pytest.raises(CorruptFrame, match="unexpected bytes"):
         decode_request_frame(frame)
     resp = unframe(encode_response_frame(ApiVersionsResponse(), 0, 1)) + b"!"
     with pytest.raises(CorruptFrame, match="unexpected bytes"):
-        decode_response_frame(resp, ApiVersionsResponse, 0)
+        decode_response_frame(resp, ApiVersionsResponse, 0, strict=True)
+
+
+def test_bytes_after_a_response_body_are_ignored_and_logged_at_debug(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # Java reads the fields it knows and leaves the rest; so does groupkit (a DEBUG line).
+    body = MetadataResponse(brokers=[MetadataResponseBroker(node_id=1, host="h", port=9)])
+    frame = unframe(encode_response_frame(body, 12, 7)) + b"\x00"
+    with caplog.at_level(logging.DEBUG, logger="groupkit.protocol.headers"):
+        assert decode_response_frame(frame, MetadataResponse, 12) == (7, body)
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG]
+    assert "ignored 1 bytes" in caplog.text
 
 
 @pytest.mark.parametrize("bad", [b"", b"\x00\x00\x01"])

@@ -5,10 +5,12 @@ SCRAM server side written here (Tansu 0.6.0 with memory storage cannot hold SASL
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import logging
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -18,7 +20,9 @@ import pytest
 from groupkit.errors import (
     AuthenticationError,
     KafkaConnectionError,
+    NegotiationError,
     RequestTimeoutError,
+    UnsupportedVersionError,
 )
 from groupkit.hooks import BrokerRecovered, BrokerUnreachable
 from groupkit.protocol.framing import FrameDecoder
@@ -231,41 +235,148 @@ def test_acks_zero_produce_waits_for_no_response(fake_broker) -> None:
     assert [h.api_key for h in broker.received] == [18, 0, 3]
 
 
-def test_api_versions_falls_back_when_the_broker_refuses_our_version(fake_broker) -> None:
-    # A broker that knows ApiVersions only up to v2 answers v4 with UNSUPPORTED_VERSION in v0.
-    seen: list[int] = []
+# --- version negotiation ---------------------------------------------------------------------
 
-    def old_broker(sock: socket.socket) -> None:
+OLD_KEYS = [ApiVersion(api_key=18, min_version=0, max_version=2),
+            ApiVersion(api_key=3, min_version=0, max_version=9)]
+ApiVersionsAnswer = Callable[[RequestHeader], bytes]
+
+
+def unsupported_in_v0(header: RequestHeader) -> bytes:
+    """Kafka 2.4+ (KIP-511): refuse in v0 form, listing the ApiVersions range it speaks."""
+    body = ApiVersionsResponse(error_code=35, api_keys=OLD_KEYS)
+    return encode_response_frame(body, 0, header.correlation_id)
+
+
+def unsupported_in_requested_form(header: RequestHeader) -> bytes:
+    """Refuse in the flexible form of the version that was asked for."""
+    body = ApiVersionsResponse(error_code=35, api_keys=OLD_KEYS)
+    return encode_response_frame(body, header.api_version, header.correlation_id)
+
+
+def unsupported_unparsable(header: RequestHeader) -> bytes:
+    """Error code 35 first, then bytes that are no ApiVersions body in any version."""
+    body = struct.pack(">h", 35) + b"\xff\xff\xff\x7f\x01"
+    return struct.pack(">ii", 4 + len(body), header.correlation_id) + body
+
+
+def old_broker(refuse: ApiVersionsAnswer, above: int) -> Callable[[socket.socket], None]:
+    """A broker that refuses ApiVersions above ``above`` with ``refuse`` and answers the rest
+    (ApiVersions up to 2, Metadata up to 9) in the form asked for."""
+    def serve(sock: socket.socket) -> None:
         decoder = FrameDecoder()
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                return
+        while data := sock.recv(65536):
             for frame in decoder.feed(data):
-                header, request = decode_request_frame(frame)
-                seen.append(header.api_version)
-                keys = [ApiVersion(api_key=18, min_version=0, max_version=2),
-                        ApiVersion(api_key=3, min_version=0, max_version=9)]
-                if header.api_version > 2:
-                    body = ApiVersionsResponse(error_code=35, api_keys=keys)
-                    sock.sendall(encode_response_frame(body, 0, header.correlation_id))
+                header, _ = decode_request_frame(frame)
+                if header.api_key != 18:
+                    reply(sock, header, MetadataResponse())
+                elif header.api_version > above:
+                    sock.sendall(refuse(header))
                 else:
-                    body = ApiVersionsResponse(error_code=0, api_keys=keys)
+                    body = ApiVersionsResponse(error_code=0, api_keys=OLD_KEYS)
                     sock.sendall(encode_response_frame(body, header.api_version,
                                                        header.correlation_id))
+    return serve
 
+
+def serve_once(serve: Callable[[socket.socket], None]) -> tuple[socket.socket, list[int]]:
+    """A listening socket whose connections run ``serve``; the list collects the ApiVersions
+    versions the client sent (through a wrapping recv)."""
     server = socket.create_server(("127.0.0.1", 0))
+    seen: list[int] = []
 
-    def serve() -> None:
-        sock, _ = server.accept()
-        with sock:
-            old_broker(sock)
+    def accept() -> None:
+        while True:
+            try:
+                sock, _ = server.accept()
+            except OSError:
+                return
+            with sock, contextlib.suppress(OSError):
+                serve(_Spy(sock, seen))  # type: ignore[arg-type]
 
-    threading.Thread(target=serve, daemon=True).start()
+    threading.Thread(target=accept, daemon=True).start()
+    return server, seen
+
+
+class _Spy:
+    """Passes a socket through, noting the version of every ApiVersions request read."""
+
+    def __init__(self, sock: socket.socket, seen: list[int]) -> None:
+        self.sock, self.seen, self.decoder = sock, seen, FrameDecoder()
+
+    def recv(self, n: int) -> bytes:
+        data = self.sock.recv(n)
+        for frame in self.decoder.feed(data):
+            if struct.unpack_from(">h", frame)[0] == 18:
+                self.seen.append(struct.unpack_from(">h", frame, 2)[0])
+        return data
+
+    def sendall(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+
+@pytest.mark.parametrize(("refuse", "retried_with"), [
+    (unsupported_in_v0, 2),
+    (unsupported_in_requested_form, 2),
+    (unsupported_unparsable, 0),
+], ids=["v0-form", "requested-flexible-form", "unparsable-body"])
+def test_unsupported_api_versions_is_retried_lower_never_closed(
+        refuse: ApiVersionsAnswer, retried_with: int) -> None:
+    # Java (NetworkClient): retry with the highest ApiVersions version the refusal lists, or v0
+    # when the list cannot be read; the same connection carries on.
+    server, seen = serve_once(old_broker(refuse, above=2))
     with server, BrokerConnection("127.0.0.1", server.getsockname()[1]) as conn:
         conn.connect()
-        assert seen == [ApiVersionsRequest.MAX_VERSION, 2]
+        assert seen == [ApiVersionsRequest.MAX_VERSION, retried_with]
         assert conn.versions[3] == 9
+        assert conn.versions[18] == 2
+        assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
+
+
+def test_a_refusal_listing_a_version_not_lower_still_steps_down() -> None:
+    def claims_v4(header: RequestHeader) -> bytes:
+        keys = [ApiVersion(api_key=18, min_version=0, max_version=4)]
+        return encode_response_frame(ApiVersionsResponse(error_code=35, api_keys=keys), 0,
+                                     header.correlation_id)
+
+    server, seen = serve_once(old_broker(claims_v4, above=1))
+    with server, BrokerConnection("127.0.0.1", server.getsockname()[1]) as conn:
+        conn.connect()
+    assert seen == [4, 3, 2, 1]
+
+
+def test_a_refusal_of_v0_is_an_unsupported_version_error() -> None:
+    server, seen = serve_once(old_broker(unsupported_in_v0, above=-1))
+    with server, BrokerConnection("127.0.0.1", server.getsockname()[1]) as conn, \
+            pytest.raises(UnsupportedVersionError, match="refused ApiVersions v0"):
+        conn.connect()
+    assert seen == [ApiVersionsRequest.MAX_VERSION, 2, 1, 0]
+
+
+def test_an_unreadable_negotiation_reply_names_the_api_and_version() -> None:
+    def garbage(header: RequestHeader) -> bytes:
+        body = b"\x00\x00\xff\xff"
+        return struct.pack(">ii", 4 + len(body), header.correlation_id) + body
+
+    server, _ = serve_once(old_broker(garbage, above=-1))
+    version = ApiVersionsRequest.MAX_VERSION
+    with server, BrokerConnection("127.0.0.1", server.getsockname()[1]) as conn, \
+            pytest.raises(NegotiationError, match=f"ApiVersions v{version} reply from"):
+        conn.connect()
+
+
+def test_bytes_after_a_known_response_body_keep_the_connection(fake_broker) -> None:
+    # A newer broker may append fields this version does not define; Java ignores them.
+    def metadata_plus_one_byte(sock, header, request) -> None:
+        frame = encode_response_frame(MetadataResponse(), header.api_version,
+                                      header.correlation_id) + b"\x00"
+        sock.sendall(struct.pack(">i", len(frame) - 4) + frame[4:])
+
+    broker = fake_broker(metadata_plus_one_byte)
+    with BrokerConnection("127.0.0.1", broker.port) as conn:
+        for _ in range(2):
+            assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
+        assert broker.connections == 1
 
 
 # --- SASL ----------------------------------------------------------------------------------
