@@ -164,7 +164,8 @@ class Admin:
 
     def _wait_for_topics(self, names: list[str], present: bool) -> None:
         deadline = time.monotonic() + self._timeout
-        backoff = self.config.retry_backoff_ms / 1000
+        retries = self.config.retry_backoff()
+        attempt = 0
         while True:
             metadata = self._cluster.refresh(names)
             waiting = [n for n in names if (metadata.topic(n) is None
@@ -172,13 +173,14 @@ class Admin:
                        == present]
             if not waiting:
                 return
+            attempt += 1
+            backoff = retries.delay(attempt)
             if time.monotonic() + backoff > deadline:
                 raise RequestTimeoutError(
                     f"topics {', '.join(waiting)} did not {'appear in' if present else 'leave'}"
                     f" the metadata within {self.config.request_timeout_ms} ms; check the"
                     " controller's health")
             time.sleep(backoff)
-            backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
 
     def list_topics(self) -> dict[str, int]:
         """Every topic and its partition count."""
@@ -336,7 +338,8 @@ class Admin:
         pending = list(dict.fromkeys(group_ids))
         answers: dict[str, tuple[int, Any]] = {}
         deadline = time.monotonic() + self._timeout
-        backoff = self.config.retry_backoff_ms / 1000
+        retries = self.config.retry_backoff()
+        attempt = 0
         last: BaseException | None = None
         while pending:
             coordinators = self._cluster.coordinators(pending)
@@ -366,12 +369,13 @@ class Admin:
                         answers[group_id] = (code, part)
             pending = retry
             if pending:
+                attempt += 1
+                backoff = retries.delay(attempt)
                 if time.monotonic() + backoff > deadline:
                     raise RequestTimeoutError(
                         f"groups {', '.join(pending)} got no answer from their coordinator "
                         f"within {self.config.request_timeout_ms} ms (last error: {last})")
                 time.sleep(backoff)
-                backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
         return answers
 
     # --- offsets -------------------------------------------------------------------------------
@@ -392,15 +396,17 @@ class Admin:
         self._cluster.refresh({tp.topic for tp in wanted})
         results: dict[TopicPartition, ListedOffset] = {}
         deadline = time.monotonic() + self._timeout
-        backoff = self.config.retry_backoff_ms / 1000
+        retries = self.config.retry_backoff()
+        attempt = 0
         while wanted:
             retry, last = self._list_offsets_once(wanted, results)
             wanted = {tp: wanted[tp] for tp in retry}
             if wanted:
+                attempt += 1
+                backoff = retries.delay(attempt)
                 if time.monotonic() + backoff > deadline:
                     raise last
                 time.sleep(backoff)
-                backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
                 self._cluster.refresh()
         return results
 

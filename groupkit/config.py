@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import attrs
 
 from groupkit.errors import ConfigError
+from groupkit.group.backoff import Backoff
 
 C = TypeVar("C", bound="ClientConfig")
 
@@ -108,6 +109,11 @@ class ClientConfig:
             raise ConfigError(
                 f"security_protocol={self.security_protocol} needs sasl_plain_username and"
                 " sasl_plain_password")
+
+    def retry_backoff(self) -> Backoff:
+        """The delays between retries of a failed request: ``retry_backoff_ms`` growing to
+        ``retry_backoff_max_ms``, jittered (the Java client's retry back-off)."""
+        return Backoff(self.retry_backoff_ms, self.retry_backoff_max_ms)
 
     @property
     def uses_tls(self) -> bool:

@@ -180,7 +180,8 @@ class Producer:
         """Wait (up to max_block_ms) until metadata lists ``topic`` with partitions."""
         deadline = time.monotonic() + self.config.max_block_ms / 1000
         self._cluster.add_topics([topic])
-        backoff = self.config.retry_backoff_ms / 1000
+        retries = self.config.retry_backoff()
+        attempt = 0
         while True:
             metadata = self._cluster.refresh()
             info = metadata.topic(topic)
@@ -192,13 +193,14 @@ class Producer:
             if code and not error_for_code(code).retriable:
                 cls = error_for_code(code)
                 raise cls(f"topic {topic!r}: {cls.description}")
+            attempt += 1
+            backoff = retries.delay(attempt)
             if time.monotonic() + backoff >= deadline:
                 raise UnknownTopicOrPartitionError(
                     f"topic {topic!r} is not in the cluster metadata after max_block_ms="
                     f"{self.config.max_block_ms}; create it first or let the broker auto-create"
                     " topics")
             time.sleep(backoff)
-            backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
 
     def _wait_for_space(self, size: int) -> None:
         deadline = time.monotonic() + self.config.max_block_ms / 1000
@@ -432,9 +434,7 @@ class Producer:
         now = time.monotonic()
         if retriable and batch.attempts <= self.config.retries and now < batch.deadline \
                 and not self._closed:
-            backoff = min(self.config.retry_backoff_ms * 2 ** (batch.attempts - 1),
-                          self.config.retry_backoff_max_ms) / 1000
-            batch.retry_at = now + backoff
+            batch.retry_at = now + self.config.retry_backoff().delay(batch.attempts)
             self._ready.appendleft(batch)
             self._cluster.request_refresh()
             return

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -48,7 +47,7 @@ from groupkit.protocol.messages.metadata import (
     MetadataResponse,
 )
 from groupkit.protocol.schema import Request
-from groupkit.runtime.connection import BrokerConnection, backoff_ms
+from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.metadata import BrokerInfo, ClusterMetadata
 from groupkit.runtime.sasl import SaslCredentials
 from groupkit.runtime.tls import TlsConfig
@@ -229,8 +228,8 @@ class Cluster:
                 all_topics: bool = False) -> ClusterMetadata:
         """Fetch metadata now for the tracked topics plus ``topics`` (or every topic).
 
-        After a failure, ``refresh_due_in`` backs off (``retry_backoff_ms`` doubling up to
-        ``retry_backoff_max_ms``) so a background refresher does not spin on a dead cluster.
+        After a failure, ``refresh_due_in`` backs off (the retry back-off, growing with each
+        consecutive failure) so a background refresher does not spin on a dead cluster.
         """
         if topics:
             self.add_topics(topics)
@@ -240,9 +239,8 @@ class Cluster:
                 metadata = self._refresh(asked)
             except GroupkitError:
                 self._refresh_failures += 1
-                delay_ms = backoff_ms(self._refresh_failures, self.config.retry_backoff_ms,
-                                      self.config.retry_backoff_max_ms, random.random())
-                self._next_refresh_at = time.monotonic() + delay_ms / 1000
+                self._next_refresh_at = time.monotonic() \
+                    + self.config.retry_backoff().delay(self._refresh_failures)
                 raise
             self._refresh_failures = 0
             return metadata
@@ -311,7 +309,7 @@ class Cluster:
 
         One batched request (v4+) when the broker supports it, else one request per key, all
         pipelined. COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and NOT_COORDINATOR
-        are retried after ``retry_backoff_ms`` until ``timeout_ms`` (default: request timeout).
+        are retried after the retry back-off until ``timeout_ms`` (default: request timeout).
         """
         keys = list(dict.fromkeys(keys))
         found: dict[str, int] = {}
@@ -323,7 +321,8 @@ class Cluster:
         missing = [k for k in keys if k not in found]
         timeout = timeout_ms if timeout_ms is not None else self.config.request_timeout_ms
         deadline = time.monotonic() + timeout / 1000
-        backoff = self.config.retry_backoff_ms / 1000
+        retries = self.config.retry_backoff()
+        attempt = 0
         last: BaseException | None = None
         while missing:
             try:
@@ -344,12 +343,13 @@ class Cluster:
             missing = [k for k in missing if k not in found]
             if not missing:
                 break
+            attempt += 1
+            backoff = retries.delay(attempt)
             if time.monotonic() + backoff >= deadline:
                 raise RequestTimeoutError(
                     f"no coordinator found for {', '.join(missing)} within {timeout} ms (last "
                     f"error: {last}); check that the brokers are healthy")
             time.sleep(backoff)
-            backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
         return {k: found[k] for k in keys}
 
     def _find_coordinators(self, keys: list[str],

@@ -5,8 +5,8 @@ at once. A reader thread per socket matches responses to requests by correlation
 and completes their futures, so a long-poll Fetch never delays a Heartbeat sent after it. A
 watchdog thread per socket fails requests that outlive their timeout and then closes the
 socket (later responses would be out of order), like the Java client. Any socket failure fails
-every waiter at once with KafkaConnectionError; the next ``send`` reconnects after an
-exponential backoff with jitter. ``hooks`` hear of failed connects and broken connections
+every waiter at once with KafkaConnectionError; the next ``send`` reconnects after the
+reconnect back-off (``groupkit.group.backoff``: exponential with jitter, as Java's). ``hooks`` hear of failed connects and broken connections
 (``BrokerUnreachable``) and of the first connect after failures (``BrokerRecovered``).
 
 Future callbacks run on the reader thread: keep them short and never block in them.
@@ -40,6 +40,7 @@ from groupkit.errors import (
     UnsupportedVersionError,
     check_error,
 )
+from groupkit.group.backoff import Backoff
 from groupkit.hooks import BrokerRecovered, BrokerUnreachable, Hook, emit
 from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
 from groupkit.protocol.headers import (
@@ -53,7 +54,7 @@ from groupkit.protocol.versions import negotiate
 from groupkit.runtime.sasl import SaslCredentials, authenticate
 from groupkit.runtime.tls import SerialTlsSocket, TlsConfig
 
-__all__ = ["BrokerConnection", "backoff_ms"]
+__all__ = ["BrokerConnection"]
 
 log = logging.getLogger(__name__)
 
@@ -62,17 +63,6 @@ _PRODUCE = 0
 _SASL_AUTHENTICATE = 36
 _UNSUPPORTED_VERSION = 35
 _RECV_BYTES = 256 * 1024
-
-
-def backoff_ms(failures: int, base_ms: int, max_ms: int, jitter: float) -> float:
-    """Reconnect delay after ``failures`` consecutive failures: exponential, capped, ±20%.
-
-    ``jitter`` is a number in [0, 1) (e.g. ``random.random()``); 0.5 gives the exact value.
-    """
-    if failures <= 0:
-        return 0.0
-    exact = min(float(max_ms), base_ms * 2.0 ** (failures - 1))
-    return exact * (0.8 + 0.4 * jitter)
 
 
 @attrs.define(eq=False)
@@ -124,6 +114,7 @@ class BrokerConnection:
     _connect_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
     _write_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
     _ssl_context: ssl.SSLContext | None = attrs.field(default=None, init=False, repr=False)
+    _backoff: Backoff = attrs.field(init=False, repr=False)
     _next_correlation_id: int = attrs.field(default=0, init=False, repr=False)
     _failures: int = attrs.field(default=0, init=False, repr=False)
     _retry_at: float = attrs.field(default=0.0, init=False, repr=False)
@@ -137,6 +128,8 @@ class BrokerConnection:
                 raise ConfigError(f"{name} must be > 0, not {getattr(self, name)}")
         if self.tls is not None:
             self._ssl_context = self.tls.context()
+        self._backoff = Backoff(self.reconnect_backoff_ms, self.reconnect_backoff_max_ms,
+                                self.jitter)
 
     @property
     def address(self) -> str:
@@ -186,9 +179,7 @@ class BrokerConnection:
                 now = time.monotonic()
                 if self._failures == 1:
                     self._down_since = now
-                self._retry_at = now + backoff_ms(
-                    self._failures, self.reconnect_backoff_ms, self.reconnect_backoff_max_ms,
-                    self.jitter()) / 1000
+                self._retry_at = now + self._backoff.delay(self._failures)
                 emit(self.hooks, BrokerUnreachable(self.address, str(exc), self._failures))
                 raise
             if self._failures:

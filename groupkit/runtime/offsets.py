@@ -376,15 +376,14 @@ class OffsetStore:
                     f"the commit was refused ({error_for_code(code).name}); the group has"
                     " rebalanced")
             elif error_for_code(code).retriable:
-                retry = max(retry or 0.0, self.config.retry_backoff_ms / 1000 * attempt)
+                retry = max(retry or 0.0, self.config.retry_backoff().delay(attempt))
             else:
                 return None
         return retry
 
     def _pause(self, attempt: int, deadline: float, error: BaseException | None,
                api: str) -> None:
-        delay = min(self.config.retry_backoff_max_ms,
-                    self.config.retry_backoff_ms * 2 ** (attempt - 1)) / 1000
+        delay = self.config.retry_backoff().delay(attempt)
         if time.monotonic() + delay >= deadline:
             raise RequestTimeoutError(
                 f"{api} did not succeed within the timeout (last error: {error}); check the"

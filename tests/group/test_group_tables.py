@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from groupkit.config import ConsumerConfig
 from groupkit.errors import ConfigError, IllegalStateError
 from groupkit.group import Action, Api, GroupConfig, MemberState, Trigger
 from groupkit.group.backoff import Backoff
@@ -62,6 +63,23 @@ def test_backoff_doubles_up_to_the_cap_with_bounded_jitter() -> None:
     assert high.delay(1) == pytest.approx(0.12, rel=1e-4)
     assert high.delay(30) == 1.0, "jitter never pushes past retry_backoff_max_ms"
     assert mid.delay(10_000) == 1.0
+
+
+def test_backoff_is_constant_and_unjittered_when_the_cap_is_not_above_the_start() -> None:
+    # Java's ExponentialBackoff: maxInterval <= initialInterval gives a constant back-off.
+    assert Backoff(200, 200, lambda: 0.0).delay(1) == Backoff(200, 200, lambda: 0.0).delay(9) \
+        == 0.2
+    assert Backoff(0, 1_000, lambda: 0.9).delay(5) == 0.0
+
+
+def test_a_clients_retry_backoff_follows_its_settings() -> None:
+    config = ConsumerConfig(bootstrap_servers="h:1", retry_backoff_ms=50,
+                            retry_backoff_max_ms=400)
+    assert config.retry_backoff() == Backoff(50, 400)
+    delays = [config.retry_backoff().delay(n) for n in range(1, 6)]
+    for n, delay in enumerate(delays, start=1):
+        exact = min(0.05 * 2 ** (n - 1), 0.4)
+        assert exact * 0.8 <= delay <= min(exact * 1.2, 0.4)
 
 
 def test_every_state_is_reachable_from_unjoined() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from groupkit.errors import AuthenticationError, ConfigError, KafkaConnectionError
 from groupkit.protocol.messages.metadata import MetadataRequest
-from groupkit.runtime.connection import BrokerConnection, backoff_ms
+from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.sasl import SaslCredentials, ScramClient, plain_message
 from groupkit.runtime.tls import TlsConfig
 
@@ -74,13 +74,6 @@ def test_secrets_stay_out_of_reprs() -> None:
 def test_unknown_mechanism_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="SCRAM-SHA-512"):
         SaslCredentials("GSSAPI", "alice", "pw")
-
-
-def test_backoff_is_exponential_capped_and_jittered() -> None:
-    assert backoff_ms(0, 50, 1000, 0.5) == 0
-    assert [backoff_ms(n, 50, 1000, 0.5) for n in range(1, 7)] == [50, 100, 200, 400, 800, 1000]
-    assert backoff_ms(3, 50, 1000, 0.0) == pytest.approx(160)
-    assert backoff_ms(3, 50, 1000, 0.999999) == pytest.approx(240, abs=0.001)
 
 
 def _closed_port() -> int:
