@@ -211,12 +211,14 @@ class Admin:
         answers = self._by_coordinator(
             group_ids, lambda groups: DescribeGroupsRequest(groups=groups), split)
         described = {}
+        coordinators = self._cluster.coordinators(answers)
         for group_id, (code, group) in answers.items():
             _check(code, f"group {group_id!r}")
             described[group_id] = GroupDescription(
                 group.group_id, group.group_state, group.protocol_type, group.protocol_data,
                 tuple(MemberDescription.from_wire(m, group.protocol_type)
-                      for m in group.members))
+                      for m in group.members),
+                self._cluster.metadata.broker(coordinators[group_id]))
         return described
 
     def delete_groups(self, group_ids: Iterable[str]) -> None:

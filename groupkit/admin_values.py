@@ -11,6 +11,7 @@ from assignors import TopicPartition
 from groupkit.errors import CorruptFrame
 from groupkit.protocol.consumer import Assignment, Subscription
 from groupkit.protocol.messages.describe_groups import DescribeGroupsResponseMember
+from groupkit.runtime.metadata import BrokerInfo
 
 #: The protocol type of groups whose member metadata is the consumer embedded protocol.
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -84,13 +85,15 @@ def _decode_or_none(kind: type[_Embedded], data: bytes) -> _Embedded | None:
 
 @attrs.frozen
 class GroupDescription:
-    """A group's state, protocol and members, as its coordinator describes it."""
+    """A group's state, protocol and members, as its coordinator describes it (``coordinator``:
+    the broker that answered, None if metadata does not list it)."""
 
     group_id: str
     state: str
     protocol_type: str
     protocol: str
     members: tuple[MemberDescription, ...]
+    coordinator: BrokerInfo | None = None
 
 
 @attrs.frozen

@@ -1,0 +1,153 @@
+"""``groupkit groups ...``: list, describe, lag, reset-offsets, delete and delete-offsets.
+
+Behaviour follows Kafka's kafka-consumer-groups.sh (ConsumerGroupCommand) where the issue is
+silent: the same columns, ``-`` for unknown values, unclamped lag, refusals while members are
+active.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from groupkit.cli.common import (
+    FAILED,
+    OK,
+    CommandError,
+    Refused,
+    connection_options,
+    console,
+    open_admin,
+    output_option,
+    print_json,
+    table,
+    topic_partitions,
+)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``groups`` and its subcommands."""
+    parser = sub.add_parser("groups", help="list, describe, reset and delete consumer groups")
+    commands = parser.add_subparsers(dest="groups_command", required=True, metavar="COMMAND")
+    common = connection_options()
+
+    p = commands.add_parser("list", parents=[common], help="list the cluster's groups")
+    p.add_argument("--state", action="append", default=[], metavar="STATE",
+                   help="only groups in this state (Stable, Empty, PreparingRebalance,"
+                        " CompletingRebalance, Dead); repeat or separate with commas")
+    output_option(p)
+    p.set_defaults(func=list_groups)
+
+    p = commands.add_parser("describe", parents=[common],
+                            help="state, members, assignments, offsets and lag of groups")
+    p.add_argument("groups", nargs="+", metavar="GROUP")
+    output_option(p)
+    p.set_defaults(func=describe)
+
+    p = commands.add_parser("delete", parents=[common],
+                            help="delete empty groups and their committed offsets")
+    p.add_argument("groups", nargs="+", metavar="GROUP")
+    p.set_defaults(func=delete)
+
+    p = commands.add_parser("delete-offsets", parents=[common],
+                            help="delete a group's committed offsets of some partitions"
+                                 " (OffsetDelete, Kafka 2.4+)")
+    p.add_argument("group", metavar="GROUP")
+    p.add_argument("--topic", action="append", required=True, metavar="TOPIC[:P,P...]",
+                   help="a topic, or some of its partitions; repeatable")
+    p.set_defaults(func=delete_offsets)
+
+
+def list_groups(args: argparse.Namespace) -> int:
+    """Print the groups (with their state, described where ListGroups does not give it)."""
+    wanted = {s.strip().casefold() for arg in args.state for s in arg.split(",") if s.strip()}
+    with open_admin(args) as admin:
+        listings = admin.list_groups()
+        # ListGroups gives no state before v4 (and "Unknown" on some brokers): describe those.
+        vague = [g.group_id for g in listings if (g.state or "Unknown") == "Unknown"]
+        states = {g.group_id: g.state for g in listings}
+        if vague:
+            states.update({g: d.state for g, d in admin.describe_groups(vague).items()})
+    rows = [(g.group_id, states[g.group_id], g.protocol_type) for g in listings
+            if not wanted or (states[g.group_id] or "").casefold() in wanted]
+    if args.output == "json":
+        print_json([{"group": g, "state": s, "protocol_type": p or None} for g, s, p in rows])
+    else:
+        console().print(table(("GROUP", "STATE", "PROTOCOL-TYPE"),
+                              [(g, s, p or None) for g, s, p in rows]))
+    return OK
+
+
+def describe(args: argparse.Namespace) -> int:
+    """Print each group's state, members and per-partition offsets and lag."""
+    from groupkit.cli.group_view import MEMBER_HEADERS, OFFSET_HEADERS, gather, member_cells
+
+    with open_admin(args) as admin:
+        views = gather(admin, args.groups)
+    missing = [v.description.group_id for v in views if not v.exists]
+    if args.output == "json":
+        print_json([v.to_json() for v in views])
+    else:
+        out = console()
+        for view in views:
+            d = view.description
+            c = d.coordinator
+            where = f"{c.node_id} ({c.host}:{c.port})" if c else "-"
+            protocol = "/".join(x for x in (d.protocol_type, d.protocol) if x) or "-"
+            out.print(f"GROUP {d.group_id}  STATE {d.state or '-'}  PROTOCOL {protocol}"
+                      f"  COORDINATOR {where}  MEMBERS {len(d.members)}"
+                      f"  TOTAL-LAG {view.total_lag}")
+            if d.members:
+                out.print(table(MEMBER_HEADERS, [member_cells(m) for m in d.members]))
+            else:
+                out.print(f"Group {d.group_id!r} has no active members.")
+            out.print(table(OFFSET_HEADERS, [r.cells() for r in view.offsets]))
+            out.print()
+    for group in missing:
+        print(f"groupkit: group {group!r} does not exist (no members, no committed offsets);"
+              " check the name with 'groupkit groups list'", file=sys.stderr)
+    return FAILED if missing else OK
+
+
+def delete(args: argparse.Namespace) -> int:
+    """Delete each group; report each one's outcome."""
+    from groupkit.errors import BrokerError, GroupIdNotFoundError, NonEmptyGroupError
+
+    status = OK
+    with open_admin(args) as admin:
+        for group in dict.fromkeys(args.groups):
+            try:
+                admin.delete_groups([group])
+            except NonEmptyGroupError:
+                print(f"groupkit: group {group!r} still has active members; stop them (or"
+                      " wait for their session to expire) and delete it again", file=sys.stderr)
+                status = max(status, Refused.exit_status)
+            except GroupIdNotFoundError:
+                print(f"groupkit: group {group!r} does not exist; check the name with"
+                      " 'groupkit groups list'", file=sys.stderr)
+                status = max(status, FAILED)
+            except BrokerError as exc:
+                print(f"groupkit: group {group!r} was not deleted: {exc}", file=sys.stderr)
+                status = max(status, FAILED)
+            else:
+                print(f"Deleted group {group!r}.")
+    return status
+
+
+def delete_offsets(args: argparse.Namespace) -> int:
+    """Delete the group's committed offsets of the named partitions."""
+    from groupkit.errors import UnsupportedVersionError
+
+    with open_admin(args) as admin:
+        partitions = topic_partitions(args.topic, admin.list_topics())
+        try:
+            admin.delete_consumer_group_offsets(args.group, partitions)
+        except UnsupportedVersionError as exc:
+            raise CommandError(
+                "the broker does not offer OffsetDelete (API 47, Kafka 2.4+), so offsets"
+                " cannot be deleted one partition at a time there; delete the whole group"
+                f" with 'groupkit groups delete {args.group}' once it is empty ({exc})"
+            ) from exc
+    print(f"Deleted the committed offsets of group {args.group!r} for "
+          + ", ".join(f"{tp.topic}-{tp.partition}" for tp in partitions) + ".")
+    return OK
