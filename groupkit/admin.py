@@ -21,6 +21,7 @@ from groupkit.admin_values import (
     GroupListing,
     ListedOffset,
     MemberDescription,
+    Node,
 )
 from groupkit.config import ClientConfig
 from groupkit.errors import (
@@ -76,6 +77,7 @@ from groupkit.protocol.messages.offset_fetch import (
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import Request, Response
 from groupkit.runtime.cluster import COORDINATOR, Cluster
+from groupkit.runtime.metadata import BrokerInfo
 
 __all__ = ["Admin"]
 
@@ -218,7 +220,7 @@ class Admin:
                 group.group_id, group.group_state, group.protocol_type, group.protocol_data,
                 tuple(MemberDescription.from_wire(m, group.protocol_type)
                       for m in group.members),
-                self._cluster.metadata.broker(coordinators[group_id]))
+                _node(self._cluster.metadata.broker(coordinators[group_id])))
         return described
 
     def delete_groups(self, group_ids: Iterable[str]) -> None:
@@ -531,6 +533,10 @@ def _error(code: int, where: str, detail: str | None = None) -> BrokerError:
 def _check(code: int, where: str, detail: str | None = None) -> None:
     if code:
         raise _error(code, where, detail)
+
+
+def _node(broker: BrokerInfo | None) -> Node | None:
+    return None if broker is None else Node(broker.node_id, broker.host, broker.port)
 
 
 def _retry_code(topics: Iterable[Any]) -> int:

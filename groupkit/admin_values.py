@@ -11,7 +11,6 @@ from assignors import TopicPartition
 from groupkit.errors import CorruptFrame
 from groupkit.protocol.consumer import Assignment, Subscription
 from groupkit.protocol.messages.describe_groups import DescribeGroupsResponseMember
-from groupkit.runtime.metadata import BrokerInfo
 
 #: The protocol type of groups whose member metadata is the consumer embedded protocol.
 CONSUMER_PROTOCOL_TYPE = "consumer"
@@ -84,6 +83,15 @@ def _decode_or_none(kind: type[_Embedded], data: bytes) -> _Embedded | None:
 
 
 @attrs.frozen
+class Node:
+    """A broker as a group description names its coordinator (Java's ``Node``)."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+@attrs.frozen
 class GroupDescription:
     """A group's state, protocol and members, as its coordinator describes it (``coordinator``:
     the broker that answered, None if metadata does not list it)."""
@@ -93,7 +101,7 @@ class GroupDescription:
     protocol_type: str
     protocol: str
     members: tuple[MemberDescription, ...]
-    coordinator: BrokerInfo | None = None
+    coordinator: Node | None = None
 
 
 @attrs.frozen

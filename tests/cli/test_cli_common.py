@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 
 from assignors import TopicPartition
-from groupkit.admin_values import GroupDescription, MemberDescription
+from groupkit.admin_values import GroupDescription, MemberDescription, Node
 from groupkit.cli import main
 from groupkit.cli.common import UsageError, admin_settings, console, table, topic_partitions
 from groupkit.cli.group_view import GroupView, OffsetRow, member_cells
 from groupkit.cli.properties import client_settings, parse_properties
 from groupkit.errors import ConfigError
 from groupkit.protocol.messages.describe_groups import DescribeGroupsResponseMember
-from groupkit.runtime.metadata import BrokerInfo
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "group_bytes.json"
 
@@ -150,7 +149,7 @@ def test_members_show_their_decoded_assignment_in_table_and_json() -> None:
     members, expected = _captured_members()
     assert len(members) >= 2
     view = GroupView(GroupDescription("g", "Stable", "consumer", "range", tuple(members),
-                                      BrokerInfo(1, "b1", 9092)), ())
+                                      Node(1, "b1", 9092)), ())
     as_json = view.to_json()
     assert as_json["coordinator"] == {"id": 1, "host": "b1", "port": 9092}
     for m in as_json["members"]:
