@@ -104,11 +104,11 @@ class Consumer:
                                 hooks=self.hooks)
         self._signal = threading.Condition()
         self._woken = False
-        self._offsets = OffsetStore(self._cluster, self.config, None, self.hooks)
+        self._runner: GroupRunner | None = None
+        self._offsets = OffsetStore(self._cluster, self.config, lambda: self._runner, self.hooks)
         self._fetcher = Fetcher(self._cluster, self.config, self._offsets, self.hooks,
                                 wakeup=self._wake)
         self._fetcher.start()
-        self._runner: GroupRunner | None = None
         self._protocol: ConsumerProtocol | None = None
         self._listener: Any = None
         self._assigned: set[TopicPartition] = set()
@@ -157,11 +157,9 @@ class Consumer:
                                     rack=c.client_rack)
         protocol.subscribe(topics)
         machine = GroupMachine(group, protocol)
-        protocol.membership = lambda: (_partitions(machine.owned), machine.generation_id)
         self._protocol = protocol
         self._runner = GroupRunner(machine, self._any_broker, self._coordinator_connection,
                                    self.hooks, wakeup=self._wake, joining=self._joining)
-        self._offsets.runner = self._runner
         self._runner.start()
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:

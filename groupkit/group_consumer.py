@@ -14,7 +14,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -182,10 +182,13 @@ class GroupConsumer:
             with self._signals_call_stop():
                 consumer = Consumer(hooks=self._hooks, **self._settings)
                 try:
-                    consumer.subscribe(list(self._topics), listener=_Listener(self, consumer))
+                    consumer.subscribe(list(self._topics), listener=_Listener(
+                        assigned=self._partitions_assigned,
+                        revoked=lambda partitions: self._partitions_revoked(consumer, partitions),
+                        lost=self._partitions_lost))
                     self._loop(consumer)
                 finally:
-                    # close() revokes what is held: on_revoked runs, then _Listener commits.
+                    # close() revokes what is held: on_revoked runs, then the worker commits.
                     consumer.close()
         finally:
             if self._metrics_server is not None:
@@ -283,6 +286,24 @@ class GroupConsumer:
         self._committed.update(due)
         self._commits += 1
 
+    def _partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        self._rebalances += 1
+        self.on_assigned(partitions)
+
+    def _partitions_revoked(self, consumer: Consumer, partitions: set[TopicPartition]) -> None:
+        """Let the subclass finish, then commit what it processed of ``partitions``."""
+        if not partitions:
+            return
+        self.on_revoked(set(partitions))
+        self._commit(consumer, {tp: o for tp, o in self._next_offsets.items() if tp in partitions})
+        self._forget(partitions)
+
+    def _partitions_lost(self, partitions: set[TopicPartition]) -> None:
+        if not partitions:
+            return
+        self.on_lost(set(partitions))
+        self._forget(partitions)
+
     def _forget(self, partitions: set[TopicPartition]) -> None:
         for tp in partitions:
             self._next_offsets.pop(tp, None)
@@ -305,31 +326,22 @@ class GroupConsumer:
         self.stop()
 
 
+@attrs.frozen
 class _Listener(ConsumerRebalanceListener):
-    """Forwards the Consumer's rebalance callbacks to the worker and commits on revocation."""
+    """Hands the Consumer's rebalance callbacks to the handlers the worker built it with."""
 
-    def __init__(self, worker: GroupConsumer, consumer: Consumer) -> None:
-        self._worker = worker
-        self._consumer = consumer
+    assigned: Callable[[set[TopicPartition]], None]
+    revoked: Callable[[set[TopicPartition]], None]
+    lost: Callable[[set[TopicPartition]], None]
 
     def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
-        self._worker._rebalances += 1
-        self._worker.on_assigned(set(partitions))
+        self.assigned(set(partitions))
 
     def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
-        if not partitions:
-            return
-        worker = self._worker
-        worker.on_revoked(set(partitions))
-        pending = {tp: o for tp, o in worker._next_offsets.items() if tp in partitions}
-        worker._commit(self._consumer, pending)
-        worker._forget(partitions)
+        self.revoked(set(partitions))
 
     def on_partitions_lost(self, partitions: set[TopicPartition]) -> None:
-        if not partitions:
-            return
-        self._worker.on_lost(set(partitions))
-        self._worker._forget(partitions)
+        self.lost(set(partitions))
 
 
 def _overrides(cls: type, name: str) -> bool:

@@ -67,10 +67,9 @@ def test_rebalance_protocol_is_the_highest_all_assignors_support() -> None:
 
 def test_join_protocols_in_preference_order_with_owned_generation_and_rack() -> None:
     owned = [TP("a", 1), TP("a", 0)]
-    proto = ConsumerProtocol(["cooperative-sticky"], cluster_view=view,
-                             membership=lambda: (owned, 7), rack="r1")
+    proto = ConsumerProtocol(["cooperative-sticky"], cluster_view=view, rack="r1")
     proto.subscribe(["b", "a"])
-    [(name, metadata)] = proto.join_protocols()
+    [(name, metadata)] = proto.join_protocols(frozenset(owned), 7)
     sub = Subscription.decode(metadata)
     assert name == "cooperative-sticky"
     assert sub.topics == ["a", "b"]
@@ -78,7 +77,7 @@ def test_join_protocols_in_preference_order_with_owned_generation_and_rack() -> 
     assert sub.generation_id == 7
     assert sub.rack_id == "r1"
     names = [n for n, _ in ConsumerProtocol(["roundrobin", "range"], cluster_view=view)
-             .join_protocols()]
+             .join_protocols(frozenset(), -1)]
     assert names == ["roundrobin", "range"]
 
 
@@ -127,10 +126,10 @@ def test_an_assignor_giving_a_partition_twice_is_refused() -> None:
 def test_on_assignment_returns_the_partitions() -> None:
     proto = ConsumerProtocol(["range"], cluster_view=view)
     data = Assignment([("a", [2, 0]), ("b", [1])]).encode()
-    assert proto.on_assignment("range", data) == {TP("a", 0), TP("a", 2), TP("b", 1)}
+    assert proto.on_assignment("range", data, 3) == {TP("a", 0), TP("a", 2), TP("b", 1)}
 
 
 def test_an_unknown_protocol_name_is_an_error() -> None:
     proto = ConsumerProtocol(["range"], cluster_view=view)
     with pytest.raises(Exception, match="did not offer"):
-        proto.on_assignment("roundrobin", Assignment([]).encode())
+        proto.on_assignment("roundrobin", Assignment([]).encode(), 3)

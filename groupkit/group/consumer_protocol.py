@@ -1,13 +1,15 @@
 """The "consumer" group protocol: topic subscriptions in, partition assignments out.
 
 It plugs the assignors into the membership machine. It is pure: the runtime hands it the
-cluster's partition counts through ``cluster_view`` and what the member owns through
-``membership``, so a leader's assignment can be computed and tested without a network.
+cluster's partition counts through ``cluster_view`` and the machine passes what the member owns
+and its generation into each call, so a leader's assignment can be computed and tested without
+a network.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import cast
 
 import attrs
 
@@ -30,14 +32,6 @@ PROTOCOL_TYPE = "consumer"
 
 ClusterViewSource = Callable[[frozenset[str]], ClusterView]
 """Gives the leader the partition counts (and racks) of the topics the group subscribes to."""
-
-Membership = Callable[[], tuple[Iterable[TopicPartition], int]]
-"""What the member owns now and the generation it got it in (for the Subscription)."""
-
-
-def _no_membership() -> tuple[Iterable[TopicPartition], int]:
-    return (), -1
-
 
 def choose_rebalance_protocol(assignors: Sequence[Assignor]) -> RebalanceProtocol:
     """The highest rebalance protocol every assignor supports (KIP-429's rule).
@@ -70,7 +64,6 @@ class ConsumerProtocol:
 
     assignors: tuple[Assignor, ...] = attrs.field(converter=_resolve_all)
     cluster_view: ClusterViewSource = attrs.field(kw_only=True)
-    membership: Membership = attrs.field(default=_no_membership, kw_only=True)
     rack: str | None = attrs.field(default=None, kw_only=True)
     _topics: frozenset[str] = attrs.field(init=False, factory=frozenset)
     _rebalance: RebalanceProtocol = attrs.field(init=False)
@@ -101,10 +94,11 @@ class ConsumerProtocol:
         """Set the topics sent in the next JoinGroup."""
         self._topics = frozenset(topics)
 
-    def join_protocols(self) -> list[tuple[str, bytes]]:
-        owned, generation = self.membership()
-        held = sorted(owned)
-        return [(a.name, a.metadata(self._topics, held, generation if held else -1, self.rack))
+    def join_protocols(self, owned: frozenset[Hashable],
+                       generation_id: int) -> list[tuple[str, bytes]]:
+        held = sorted(TopicPartition(*cast("tuple[str, int]", unit)) for unit in owned)
+        generation = generation_id if held else -1
+        return [(a.name, a.metadata(self._topics, held, generation, self.rack))
                 for a in self.assignors]
 
     def assign(self, protocol_name: str, members: Sequence[GroupMember]) -> dict[str, bytes]:
@@ -129,11 +123,11 @@ class ConsumerProtocol:
             validate_cooperative(_current_owners(subscriptions), full)
         return {m: encode_assignment(a, versions[m]) for m, a in full.items()}
 
-    def on_assignment(self, protocol_name: str, assignment: bytes) -> frozenset[TopicPartition]:
+    def on_assignment(self, protocol_name: str, assignment: bytes,
+                      generation_id: int) -> frozenset[TopicPartition]:
         assignor = self._assignor(protocol_name)
         decoded = decode_assignment(assignment)
-        _, generation = self.membership()
-        assignor.on_assignment(decoded, generation)
+        assignor.on_assignment(decoded, generation_id)
         return frozenset(decoded.partitions)
 
     def is_cooperative(self, protocol_name: str) -> bool:

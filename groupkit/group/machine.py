@@ -517,7 +517,8 @@ class GroupMachine:
                 f" group joined with {self.protocol.protocol_type!r}/{name!r}"))
             return
         try:
-            units = frozenset(self.protocol.on_assignment(name, resp.assignment))
+            units = frozenset(self.protocol.on_assignment(name, resp.assignment,
+                                                          self._generation_id))
         except GroupkitError as exc:
             self._fail(exc)
             return
@@ -732,7 +733,7 @@ class GroupMachine:
         self._outputs.append(Left(reason))
 
     def _send_join(self, now: float, reason: str) -> None:
-        protocols = list(self.protocol.join_protocols())
+        protocols = list(self.protocol.join_protocols(self._owned, self._generation_id))
         self._offered = tuple(name for name, _ in protocols)
         self._rejoin_needed = False
         self._retry_at = None

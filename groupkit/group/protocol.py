@@ -32,10 +32,12 @@ class GroupProtocol(Protocol):
         """The group's protocol type, e.g. "consumer" or "connect"; all members must agree."""
         ...
 
-    def join_protocols(self) -> Sequence[tuple[str, bytes]]:
+    def join_protocols(self, owned: frozenset[Hashable],
+                       generation_id: int) -> Sequence[tuple[str, bytes]]:
         """The protocols this member supports, preferred first, each with its metadata bytes.
 
-        Called for every JoinGroup, so the metadata can carry what the member owns now.
+        Called for every JoinGroup with the units the member holds now and the generation it
+        last joined (-1 if none), so the metadata can carry them.
         """
         ...
 
@@ -46,8 +48,10 @@ class GroupProtocol(Protocol):
         """
         ...
 
-    def on_assignment(self, protocol_name: str, assignment: bytes) -> frozenset[Hashable]:
-        """Decode this member's assignment and return the units it holds.
+    def on_assignment(self, protocol_name: str, assignment: bytes,
+                      generation_id: int) -> frozenset[Hashable]:
+        """Decode this member's assignment (of generation ``generation_id``) and return the
+        units it holds.
 
         Raise a ``groupkit.errors.GroupkitError`` (e.g. ``CorruptFrame``) if it cannot be read.
         """

@@ -86,7 +86,8 @@ class OffsetStore:
 
     cluster: Cluster
     config: ConsumerConfig
-    runner: GroupRunner | None = None
+    #: The consumer's group runner once it has subscribed (None without group membership).
+    group: Callable[[], GroupRunner | None] = lambda: None
     hooks: Sequence[Hook] = ()
     _done: collections.deque[tuple[CommitCallback | None, Mapping[TopicPartition, int],
                                    BaseException | None]] = attrs.field(
@@ -336,9 +337,10 @@ class OffsetStore:
             self._done.append((callback, offsets, error))
 
     def _fence(self) -> CommitFence:
-        if self.runner is None:
+        runner = self.group()
+        if runner is None:
             return CommitFence(-1, "", None)
-        return self.runner.commit_fence()
+        return runner.commit_fence()
 
     def _send_commit(self, offsets: Mapping[TopicPartition, int],
                      fence: CommitFence) -> Future[Any]:
@@ -363,8 +365,9 @@ class OffsetStore:
         for code in sorted(set(errors.values())):
             if code in _COORDINATOR_CODES:
                 self.cluster.invalidate_coordinator(self.group_id)
-            if self.runner is not None:
-                decision = self.runner.commit_error(
+            runner = self.group()
+            if runner is not None:
+                decision = runner.commit_error(
                     fence, code, attempt, max(0.1, deadline - time.monotonic()))
                 if decision.error is not None:
                     if isinstance(decision.error, CommitFailedError):

@@ -39,7 +39,8 @@ class UnitsProtocol:
     names: Sequence[str] = ("roundrobin",)
     assigned: list[tuple[str, list[GroupMember]]] = attrs.field(factory=list)
 
-    def join_protocols(self) -> Sequence[tuple[str, bytes]]:
+    def join_protocols(self, owned: frozenset[Hashable],
+                       generation_id: int) -> Sequence[tuple[str, bytes]]:
         return [(name, name.encode()) for name in self.names]
 
     def assign(self, protocol_name: str, members: Sequence[GroupMember]) -> Mapping[str, bytes]:
@@ -50,7 +51,8 @@ class UnitsProtocol:
             dealt[ids[n % len(ids)]].append(unit)
         return {i: ("+" + ",".join(units)).encode() for i, units in dealt.items()}
 
-    def on_assignment(self, protocol_name: str, assignment: bytes) -> frozenset[Hashable]:
+    def on_assignment(self, protocol_name: str, assignment: bytes,
+                      generation_id: int) -> frozenset[Hashable]:
         text = assignment.decode()
         return frozenset(u for u in text.removeprefix("+").split(",") if u)
 

@@ -175,7 +175,8 @@ def test_a_sync_answer_for_another_protocol_is_inconsistent() -> None:
 
 def test_an_unreadable_assignment_stops_the_member() -> None:
     class Strict(UnitsProtocol):
-        def on_assignment(self, protocol_name: str, assignment: bytes) -> frozenset[Hashable]:
+        def on_assignment(self, protocol_name: str, assignment: bytes,
+                          generation_id: int) -> frozenset[Hashable]:
             raise CorruptFrame("assignment too short")
 
     d = Driver.make(protocol=Strict())
