@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from groupkit.cli import reset_offsets
 from groupkit.cli.common import (
     FAILED,
     OK,
@@ -43,6 +44,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("groups", nargs="+", metavar="GROUP")
     output_option(p)
     p.set_defaults(func=describe)
+
+    reset_offsets.register(commands, common)
 
     p = commands.add_parser("delete", parents=[common],
                             help="delete empty groups and their committed offsets")
