@@ -183,7 +183,19 @@ class Producer:
         retries = self.config.retry_backoff()
         attempt = 0
         while True:
-            metadata = self._cluster.refresh()
+            # The refresh spends what is left of max_block_ms (Java: KafkaProducer.waitOnMetadata
+            # waits at most maxBlockTimeMs in all), never a request timeout of its own.
+            try:
+                metadata = self._cluster.refresh(deadline=deadline)
+            except GroupkitError as exc:
+                attempt += 1
+                backoff = retries.delay(attempt)
+                if time.monotonic() + backoff >= deadline:
+                    raise RequestTimeoutError(
+                        f"topic {topic!r}: no metadata within max_block_ms="
+                        f"{self.config.max_block_ms} ({exc})") from None
+                time.sleep(backoff)
+                continue
             info = metadata.topic(topic)
             if info is not None and info.partitions:
                 known = (info.partition_count, list(info.available))
@@ -257,6 +269,7 @@ class Producer:
         """
         if self._closed:
             return
+        deadline = None if timeout is None else time.monotonic() + timeout
         self._closing = True
         try:
             self.flush(timeout)
@@ -265,7 +278,10 @@ class Producer:
         with self._lock:
             self._closed = True
             self._wake.notify_all()
-        self._sender.join(timeout=5)
+        # The sender may be inside a metadata refresh; it is a daemon, so close() does not
+        # wait for it past the caller's timeout.
+        self._sender.join(timeout=5 if deadline is None
+                          else max(0.0, min(5.0, deadline - time.monotonic())))
         self._cluster.close()
         self._complete()
         with self._lock:

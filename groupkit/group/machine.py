@@ -259,13 +259,22 @@ class GroupMachine:
         JoinGroup is unanswered, so its generation is still the group's, and the coordinator
         accepts commits in PreparingRebalance (KIP-429). Once the JoinGroup is answered, the
         coordinator refuses commits until SyncGroup completes (REBALANCE_IN_PROGRESS).
+
+        A member that lost its coordinator keeps its generation, as the Java client does (it
+        marks the coordinator unknown without resetting the generation): the commit waits for
+        the coordinator within its own deadline and the coordinator fences it if it is stale.
         """
         rejoining = self._state is S.PREPARING_REBALANCE and bool(self._owned)
-        if (self._state not in (S.STABLE, S.REVOKING) and not rejoining) \
+        orphaned = self._state is S.COORDINATOR_UNKNOWN
+        if (self._state not in (S.STABLE, S.REVOKING) and not rejoining and not orphaned) \
                 or self._generation_id < 0:
+            if self._generation_id < 0 and self._state in (S.UNJOINED, S.COORDINATOR_UNKNOWN):
+                why = "it is not a member of the group yet (or any more)"
+            else:
+                why = "the group is rebalancing"
             raise CommitFailedError(
-                f"cannot commit while the member is {self._state.name}: the group is"
-                " rebalancing; commit the records of the next assignment instead")
+                f"cannot commit while the member is {self._state.name}: {why}; commit the"
+                " records of the next assignment instead")
         return CommitFence(self._generation_id, self._member_id, self.config.group_instance_id)
 
     # --- inputs --------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 import attrs
@@ -148,16 +149,30 @@ class Cluster:
         return future
 
     def call(self, node_id: int, request: Request, purpose: str = DEFAULT,
-             version: int | None = None) -> Any:
-        """Send and wait for the response (bounded by the request timeout)."""
-        return self.send(node_id, request, purpose, version).result(
-            self.config.request_timeout_ms / 1000 + 1)
+             version: int | None = None, deadline: float | None = None) -> Any:
+        """Send and wait for the response, bounded by the request timeout and ``deadline``
+        (a ``time.monotonic()`` value: the caller's, connecting included)."""
+        timeout_ms = self._ms_left(deadline)
+        future = self.send(node_id, request, purpose, version, timeout_ms=timeout_ms)
+        try:
+            return future.result(timeout_ms / 1000 + 1)
+        except FutureTimeout:
+            raise RequestTimeoutError(
+                f"{type(request).__name__} to node {node_id} got no answer within"
+                f" {timeout_ms} ms") from None
 
-    def least_loaded_node(self) -> int:
+    def _ms_left(self, deadline: float | None) -> int:
+        """The request timeout, cut to what is left before ``deadline`` (at least 1 ms)."""
+        timeout_ms = self.config.request_timeout_ms
+        if deadline is not None:
+            timeout_ms = min(timeout_ms, int((deadline - time.monotonic()) * 1000))
+        return max(1, timeout_ms)
+
+    def least_loaded_node(self, deadline: float | None = None) -> int:
         """A known broker, preferring one with a connection and few requests in flight."""
         brokers = list(self.metadata.brokers)
         if not brokers:
-            self.bootstrap()
+            self.bootstrap(deadline=deadline)
             brokers = list(self.metadata.brokers)
 
         def load(node: int) -> tuple[int, int]:
@@ -167,22 +182,30 @@ class Cluster:
             return (0, conn.in_flight())
         return min(brokers, key=load)
 
-    def api_version(self, node_id: int, api_key: int) -> int | None:
-        """The negotiated version of ``api_key`` with ``node_id`` (connecting if needed)."""
+    def api_version(self, node_id: int, api_key: int,
+                    deadline: float | None = None) -> int | None:
+        """The negotiated version of ``api_key`` with ``node_id`` (connecting if needed,
+        within ``deadline``)."""
         conn = self.connection(node_id)
-        conn.connect()
+        try:
+            conn.connect(None if deadline is None else deadline - time.monotonic())
+        except GroupkitError as exc:
+            self.observe(exc)
+            raise
         return conn.versions.get(api_key)
 
     # --- metadata ------------------------------------------------------------------------------
 
-    def bootstrap(self, timeout_ms: int | None = None) -> ClusterMetadata:
+    def bootstrap(self, timeout_ms: int | None = None,
+                  deadline: float | None = None) -> ClusterMetadata:
         """Ask each bootstrap server in turn for metadata until one answers.
 
         Raises NoBrokersAvailable, naming every server and why it failed, when none answers
-        within ``timeout_ms`` (default: the request timeout).
+        within ``timeout_ms`` (default: the request timeout) or by ``deadline``.
         """
         timeout = (timeout_ms if timeout_ms is not None else self.config.request_timeout_ms)
-        deadline = time.monotonic() + timeout / 1000
+        deadline = min(time.monotonic() + timeout / 1000,
+                       deadline if deadline is not None else float("inf"))
         failures: list[str] = []
         for host, port in self.config.bootstrap_servers:
             left = deadline - time.monotonic()
@@ -201,9 +224,8 @@ class Cluster:
             self._install(response, sorted(self._topics))
             return self.metadata
         raise NoBrokersAvailable(
-            f"none of the bootstrap servers answered within {timeout} ms ("
-            + "; ".join(failures) + "); check bootstrap_servers, that the brokers run and that"
-            " this host can reach them")
+            "no bootstrap server answered (" + "; ".join(failures) + "); check"
+            " bootstrap_servers, that the brokers run and that this host can reach them")
 
     def _metadata_request(self, topics: list[str] | None) -> MetadataRequest:
         return MetadataRequest(
@@ -224,9 +246,10 @@ class Cluster:
                 self._topics |= new
                 self._stale = True
 
-    def refresh(self, topics: Iterable[str] | None = (),
-                all_topics: bool = False) -> ClusterMetadata:
-        """Fetch metadata now for the tracked topics plus ``topics`` (or every topic).
+    def refresh(self, topics: Iterable[str] | None = (), all_topics: bool = False,
+                deadline: float | None = None) -> ClusterMetadata:
+        """Fetch metadata now for the tracked topics plus ``topics`` (or every topic), within
+        ``deadline`` when given (a ``time.monotonic()`` value).
 
         After a failure, ``refresh_due_in`` backs off (the retry back-off, growing with each
         consecutive failure) so a background refresher does not spin on a dead cluster.
@@ -234,9 +257,13 @@ class Cluster:
         if topics:
             self.add_topics(topics)
         asked = None if all_topics else sorted(self._topics)
-        with self._refresh_lock:
+        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._refresh_lock.acquire(timeout=wait):
+            raise RequestTimeoutError("the metadata refresh another thread runs did not end"
+                                      " within the time left")
+        try:
             try:
-                metadata = self._refresh(asked)
+                metadata = self._refresh(asked, deadline)
             except GroupkitError:
                 self._refresh_failures += 1
                 self._next_refresh_at = time.monotonic() \
@@ -244,28 +271,34 @@ class Cluster:
                 raise
             self._refresh_failures = 0
             return metadata
+        finally:
+            self._refresh_lock.release()
 
-    def _refresh(self, asked: list[str] | None) -> ClusterMetadata:
+    def _refresh(self, asked: list[str] | None, deadline: float | None) -> ClusterMetadata:
         if self.metadata.brokers:
             for _ in range(2):
-                node = self.least_loaded_node()
+                node = self.least_loaded_node(deadline)
                 try:
-                    self._install(self.call(node, self._metadata_request(asked)), asked)
+                    self._install(self.call(node, self._metadata_request(asked),
+                                            deadline=deadline), asked)
                     return self.metadata
                 except (GroupkitError, TimeoutError) as exc:
                     error = exc
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise RequestTimeoutError(
+                        f"metadata refresh did not finish in time (last error: {error})")
             log.info("metadata refresh from known brokers failed (%s); bootstrapping again",
                      error)
-        self.bootstrap()
+        self.bootstrap(deadline=deadline)
         if asked is None:
-            self._install(self.call(self.least_loaded_node(), self._metadata_request(None)),
-                          None)
+            self._install(self.call(self.least_loaded_node(deadline),
+                                    self._metadata_request(None), deadline=deadline), None)
         return self.metadata
 
-    def maybe_refresh(self) -> ClusterMetadata:
+    def maybe_refresh(self, deadline: float | None = None) -> ClusterMetadata:
         """Refresh if marked stale or older than ``metadata_max_age_ms``; else return the cache."""
         if self.refresh_due_in() <= 0:
-            return self.refresh()
+            return self.refresh(deadline=deadline)
         return self.metadata
 
     def refresh_due_in(self) -> float:
@@ -299,17 +332,22 @@ class Cluster:
 
     # --- coordinators --------------------------------------------------------------------------
 
-    def coordinator(self, key: str, key_type: int = KEY_TYPE_GROUP) -> int:
+    def coordinator(self, key: str, key_type: int = KEY_TYPE_GROUP,
+                    deadline: float | None = None) -> int:
         """The node id of the coordinator of ``key`` (a group id by default)."""
-        return self.coordinators([key], key_type)[key]
+        return self.coordinators([key], key_type, deadline=deadline)[key]
 
     def coordinators(self, keys: Iterable[str], key_type: int = KEY_TYPE_GROUP,
-                     timeout_ms: int | None = None) -> dict[str, int]:
+                     timeout_ms: int | None = None,
+                     deadline: float | None = None) -> dict[str, int]:
         """Coordinator node ids of ``keys``: cached, or found with FindCoordinator.
 
         One batched request (v4+) when the broker supports it, else one request per key, all
         pipelined. COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and NOT_COORDINATOR
-        are retried after the retry back-off until ``timeout_ms`` (default: request timeout).
+        are retried after the retry back-off until ``timeout_ms`` (default: request timeout)
+        or the caller's ``deadline``, whichever comes first: the lookup inside a commit or a
+        committed() spends that call's time, as ``ensureCoordinatorReady(timer)`` does in the
+        Java client, never a request timeout of its own.
         """
         keys = list(dict.fromkeys(keys))
         found: dict[str, int] = {}
@@ -320,14 +358,16 @@ class Cluster:
                     found[k] = node
         missing = [k for k in keys if k not in found]
         timeout = timeout_ms if timeout_ms is not None else self.config.request_timeout_ms
-        deadline = time.monotonic() + timeout / 1000
+        started = time.monotonic()
+        deadline = min(started + timeout / 1000,
+                       deadline if deadline is not None else float("inf"))
         retries = self.config.retry_backoff()
         attempt = 0
         last: BaseException | None = None
         while missing:
             try:
-                answers = self._find_coordinators(missing, key_type)
-            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                answers = self._find_coordinators(missing, key_type, deadline)
+            except (KafkaConnectionError, RequestTimeoutError, NoBrokersAvailable) as exc:
                 answers, last = {}, exc
                 self.observe(exc)
             for k, result in answers.items():
@@ -347,28 +387,32 @@ class Cluster:
             backoff = retries.delay(attempt)
             if time.monotonic() + backoff >= deadline:
                 raise RequestTimeoutError(
-                    f"no coordinator found for {', '.join(missing)} within {timeout} ms (last "
-                    f"error: {last}); check that the brokers are healthy")
+                    f"no coordinator found for {', '.join(missing)} after {attempt} attempt(s)"
+                    f" in {time.monotonic() - started:.1f} s (last error: {last}); check that"
+                    " the brokers are healthy")
             time.sleep(backoff)
         return {k: found[k] for k in keys}
 
-    def _find_coordinators(self, keys: list[str],
-                           key_type: int) -> dict[str, BrokerInfo | BaseException]:
-        node = self.least_loaded_node()
-        version = self.api_version(node, _FIND_COORDINATOR)
+    def _find_coordinators(self, keys: list[str], key_type: int,
+                           deadline: float) -> dict[str, BrokerInfo | BaseException]:
+        node = self.least_loaded_node(deadline)
+        version = self.api_version(node, _FIND_COORDINATOR, deadline)
         if version is None:
             raise KafkaConnectionError(f"node {node} does not offer FindCoordinator")
-        timeout = self.config.request_timeout_ms / 1000 + 1
         if version >= _BATCHED_FIND_COORDINATOR:
             response = self.call(node, FindCoordinatorRequest(
-                key_type=key_type, coordinator_keys=keys), version=version)
+                key_type=key_type, coordinator_keys=keys), version=version, deadline=deadline)
             return {c.key: _coordinator_answer(c.error_code, c.error_message, c.node_id,
                                                c.host, c.port) for c in response.coordinators}
+        timeout_ms = self._ms_left(deadline)
         futures = {k: self.send(node, FindCoordinatorRequest(key=k, key_type=key_type),
-                                version=version) for k in keys}
+                                version=version, timeout_ms=timeout_ms) for k in keys}
         answers: dict[str, BrokerInfo | BaseException] = {}
         for k, future in futures.items():
-            r: FindCoordinatorResponse = future.result(timeout)
+            try:
+                r: FindCoordinatorResponse = future.result(timeout_ms / 1000 + 1)
+            except FutureTimeout:
+                raise RequestTimeoutError("FindCoordinator got no answer in time") from None
             answers[k] = _coordinator_answer(r.error_code, r.error_message, r.node_id, r.host,
                                              r.port)
         return answers
@@ -379,10 +423,12 @@ class Cluster:
             self._coordinator_cache.pop((key_type, key), None)
 
     def send_to_coordinator(self, key: str, request: Request, purpose: str = COORDINATOR,
-                            key_type: int = KEY_TYPE_GROUP) -> Future[Any]:
+                            key_type: int = KEY_TYPE_GROUP,
+                            deadline: float | None = None) -> Future[Any]:
         """Send ``request`` to the coordinator of ``key``; forget it if the link breaks."""
-        node = self.coordinator(key, key_type)
-        future = self.send(node, request, purpose)
+        node = self.coordinator(key, key_type, deadline)
+        future = self.send(node, request, purpose,
+                           timeout_ms=None if deadline is None else self._ms_left(deadline))
 
         def forget_on_failure(f: Future[Any]) -> None:
             if isinstance(f.exception(), (KafkaConnectionError, RequestTimeoutError)):

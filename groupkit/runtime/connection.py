@@ -119,6 +119,7 @@ class BrokerConnection:
     _failures: int = attrs.field(default=0, init=False, repr=False)
     _retry_at: float = attrs.field(default=0.0, init=False, repr=False)
     _down_since: float = attrs.field(default=0.0, init=False, repr=False)
+    _last_error: str = attrs.field(default="", init=False, repr=False)
     _closed: bool = attrs.field(default=False, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -158,38 +159,66 @@ class BrokerConnection:
 
     # --- connecting ----------------------------------------------------------------------------
 
-    def connect(self) -> None:
+    def connect(self, timeout: float | None = None) -> None:
         """Connect and handshake now unless already connected; raises what went wrong.
 
-        Waits out the reconnect backoff left by an earlier failure first.
+        Waits out the reconnect backoff left by an earlier failure first. ``timeout`` (seconds)
+        bounds all of it, the wait for another thread's connect attempt included: like the Java
+        client's ``NetworkClient.poll(timer)``, a caller's deadline is never stretched by a
+        backoff or a connection setup timeout longer than what it has left.
         """
-        with self._connect_lock:
-            if self._closed:
-                raise KafkaConnectionError(f"the connection to {self.address} was closed by "
-                                           "close(); create a new BrokerConnection")
-            if self.connected:
-                return
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        while True:
             delay = self._retry_at - time.monotonic()
             if delay > 0:
+                # Sleep the backoff without the lock, so callers with less time left can see
+                # at once that the broker is unreachable instead of queueing behind a sleeper.
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    raise KafkaConnectionError(
+                        f"{self.address} is unreachable ({self._last_error}; {self._failures}"
+                        f" failed attempt(s)); the next attempt is {delay:.3g} s away, past"
+                        " the caller's deadline")
                 time.sleep(delay)
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self._connect_lock.acquire(timeout=-1 if left is None else left):
+                raise RequestTimeoutError(
+                    f"connecting to {self.address} did not finish in the {timeout:.3g} s left"
+                    + (f" (last error: {self._last_error})" if self._failures else ""))
             try:
-                self._open()
-            except BaseException as exc:
-                self._failures += 1
-                now = time.monotonic()
-                if self._failures == 1:
-                    self._down_since = now
-                self._retry_at = now + self._backoff.delay(self._failures)
-                emit(self.hooks, BrokerUnreachable(self.address, str(exc), self._failures))
-                raise
-            if self._failures:
-                emit(self.hooks, BrokerRecovered(self.address, self._failures,
-                                                 time.monotonic() - self._down_since))
-            self._failures = 0
-            self._retry_at = 0.0
+                if self._retry_at > time.monotonic():
+                    continue  # another thread failed meanwhile: back off again
+                self._connect_locked(deadline)
+                return
+            finally:
+                self._connect_lock.release()
 
-    def _open(self) -> None:
+    def _connect_locked(self, deadline: float | None) -> None:
+        if self._closed:
+            raise KafkaConnectionError(f"the connection to {self.address} was closed by "
+                                       "close(); create a new BrokerConnection")
+        if self.connected:
+            return
+        try:
+            self._open(None if deadline is None else deadline - time.monotonic())
+        except BaseException as exc:
+            self._failures += 1
+            self._last_error = str(exc)
+            now = time.monotonic()
+            if self._failures == 1:
+                self._down_since = now
+            self._retry_at = now + self._backoff.delay(self._failures)
+            emit(self.hooks, BrokerUnreachable(self.address, str(exc), self._failures))
+            raise
+        if self._failures:
+            emit(self.hooks, BrokerRecovered(self.address, self._failures,
+                                             time.monotonic() - self._down_since))
+        self._failures = 0
+        self._retry_at = 0.0
+
+    def _open(self, left: float | None) -> None:
         timeout = self.connect_timeout_ms / 1000
+        if left is not None:
+            timeout = max(0.001, min(timeout, left))
         try:
             sock = socket.create_connection((self.host, self.port), timeout=timeout)
         except OSError as exc:
@@ -293,14 +322,20 @@ class BrokerConnection:
         ``acks=0`` gets no response: its Future holds None once the frame is written.
         """
         try:
-            self.connect()
+            started = time.monotonic()
+            # An explicit timeout covers connecting too (the caller's deadline); the default
+            # request timeout starts once the request is written, as in the Java client.
+            self.connect(None if timeout_ms is None else timeout_ms / 1000)
             link = self._link
             if link is None or link.closed:
                 raise KafkaConnectionError(f"the connection to {self.address} closed while "
                                            "connecting; send again to reconnect")
             if version is None:
                 version = self._negotiated(link, request)
-            timeout = (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
+            if timeout_ms is None:
+                timeout = self.request_timeout_ms / 1000
+            else:
+                timeout = max(0.001, timeout_ms / 1000 - (time.monotonic() - started))
             return self._send_on(link, request, version, timeout)
         except GroupkitError as exc:
             failed: Future[Any] = Future()

@@ -25,6 +25,7 @@ from groupkit.errors import (
     CommitFailedError,
     GroupkitError,
     KafkaConnectionError,
+    NoBrokersAvailable,
     NoOffsetForPartitionError,
     OffsetCommitError,
     RequestTimeoutError,
@@ -124,8 +125,10 @@ class OffsetStore:
 
     def _fetch_committed(self, wanted: list[TopicPartition],
                          deadline: float) -> dict[TopicPartition, int | None]:
-        node = self.cluster.coordinator(self.group_id)
-        version = self.cluster.api_version(node, _OFFSET_FETCH)
+        # The coordinator lookup and the connect spend this call's deadline, as
+        # ConsumerCoordinator.fetchCommittedOffsets(partitions, timer) does in the Java client.
+        node = self.cluster.coordinator(self.group_id, deadline=deadline)
+        version = self.cluster.api_version(node, _OFFSET_FETCH, deadline)
         if version is None:
             raise GroupkitError("the coordinator does not offer OffsetFetch; use a newer broker")
         topics = _by_topic(wanted)
@@ -140,7 +143,8 @@ class OffsetStore:
                 topics=[OffsetFetchRequestTopic(name=t, partition_indexes=p)
                         for t, p in topics.items()])
         response: OffsetFetchResponse = _wait(
-            self.cluster.send(node, request, _COMMIT_PURPOSE, version), deadline)
+            self.cluster.send(node, request, _COMMIT_PURPOSE, version,
+                              timeout_ms=_ms_left(deadline)), deadline)
         entries: list[tuple[str, OffsetFetchResponsePartition | OffsetFetchResponsePartitions]]
         if version >= 8:
             group = next((g for g in response.groups if g.group_id == self.group_id), None)
@@ -175,7 +179,11 @@ class OffsetStore:
         while pending:
             attempt += 1
             self.cluster.add_topics({tp.topic for tp in pending})
-            metadata = self.cluster.maybe_refresh()
+            try:
+                metadata = self.cluster.maybe_refresh(deadline)
+            except GroupkitError as exc:
+                self._pause(attempt, deadline, exc, "ListOffsets")
+                continue
             by_leader: dict[int, list[TopicPartition]] = collections.defaultdict(list)
             last: BaseException | None = None
             for tp in pending:
@@ -185,8 +193,12 @@ class OffsetStore:
                     last = KafkaConnectionError(f"no leader is known for {tp.topic}-{tp.partition}")
                 else:
                     by_leader[leader].append(tp)
-            futures = {node: self._send_list_offsets(node, tps, spec)
-                       for node, tps in by_leader.items()}
+            futures: dict[int, tuple[int, Future[Any]]] = {}
+            for node, tps in by_leader.items():
+                try:
+                    futures[node] = self._send_list_offsets(node, tps, spec, deadline)
+                except GroupkitError as exc:
+                    last = exc
             for version, future in futures.values():
                 try:
                     response: ListOffsetsResponse = _wait(future, deadline)
@@ -211,15 +223,16 @@ class OffsetStore:
                 self._pause(attempt, deadline, last, "ListOffsets")
         return found
 
-    def _send_list_offsets(self, node: int, tps: list[TopicPartition],
-                           spec: int) -> tuple[int, Future[Any]]:
-        version = self.cluster.api_version(node, _LIST_OFFSETS) or 0
+    def _send_list_offsets(self, node: int, tps: list[TopicPartition], spec: int,
+                           deadline: float) -> tuple[int, Future[Any]]:
+        version = self.cluster.api_version(node, _LIST_OFFSETS, deadline) or 0
         committed = 1 if self.config.isolation_level == "read_committed" else 0
         request = ListOffsetsRequest(replica_id=-1, isolation_level=committed, topics=[
             ListOffsetsRequestTopic(name=t, partitions=[
                 ListOffsetsRequestPartition(partition_index=p, timestamp=spec) for p in ps])
             for t, ps in _by_topic(tps).items()])
-        return version, self.cluster.send(node, request, version=version)
+        return version, self.cluster.send(node, request, version=version,
+                                          timeout_ms=_ms_left(deadline))
 
     # --- committing ----------------------------------------------------------------------------
 
@@ -244,8 +257,8 @@ class OffsetStore:
             fence = self._fence()
             started = time.monotonic()
             try:
-                response = _wait(self._send_commit(pending, fence), deadline)
-            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                response = _wait(self._send_commit(pending, fence, deadline), deadline)
+            except (KafkaConnectionError, RequestTimeoutError, NoBrokersAvailable) as exc:
                 self.cluster.invalidate_coordinator(self.group_id)
                 self._pause(attempt, deadline, exc, "OffsetCommit")
                 continue
@@ -342,9 +355,11 @@ class OffsetStore:
             return CommitFence(-1, "", None)
         return runner.commit_fence()
 
-    def _send_commit(self, offsets: Mapping[TopicPartition, int],
-                     fence: CommitFence) -> Future[Any]:
-        node = self.cluster.coordinator(self.group_id)
+    def _send_commit(self, offsets: Mapping[TopicPartition, int], fence: CommitFence,
+                     deadline: float | None = None) -> Future[Any]:
+        # The coordinator lookup shares the commit's deadline (Java: commitOffsetsSync(timer)
+        # runs ensureCoordinatorReady(timer) with the same timer).
+        node = self.cluster.coordinator(self.group_id, deadline=deadline)
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
         for tp, offset in sorted(offsets.items()):
             by_topic[tp.topic].append(OffsetCommitRequestPartition(
@@ -353,7 +368,9 @@ class OffsetStore:
             group_id=self.group_id, generation_id_or_member_epoch=fence.generation_id,
             member_id=fence.member_id, group_instance_id=fence.group_instance_id,
             topics=[OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
-        return self.cluster.send(node, request, _COMMIT_PURPOSE)
+        return self.cluster.send(
+            node, request, _COMMIT_PURPOSE,
+            timeout_ms=None if deadline is None else _ms_left(deadline))
 
     def _judge(self, errors: Mapping[TopicPartition, int], fence: CommitFence, attempt: int,
                deadline: float) -> float | None:
@@ -427,6 +444,10 @@ def _triples(offsets: Mapping[TopicPartition, int]) -> tuple[tuple[str, int, int
 def _raise_code(code: int, api: str) -> None:
     if code:
         raise error_for_code(code)(f"{api} failed")
+
+
+def _ms_left(deadline: float) -> int:
+    return max(1, int((deadline - time.monotonic()) * 1000))
 
 
 def _wait(future: Future[Any], deadline: float) -> Any:

@@ -234,6 +234,25 @@ def test_no_heartbeat_answer_within_the_session_marks_the_coordinator_unknown() 
     assert d.machine.state is S.STABLE and d.sent(HeartbeatRequest, outs)
 
 
+def test_a_member_that_lost_its_coordinator_may_still_commit_in_its_generation() -> None:
+    # Java keeps the generation when the coordinator is marked unknown; a commit then waits for
+    # the coordinator within its own deadline, and the coordinator fences it if it is stale.
+    d = Driver.make(session_timeout_ms=10_000, heartbeat_interval_ms=3_000)
+    d.stable()
+    d.heartbeat_in_flight()
+    d.fail(HeartbeatRequest, KafkaConnectionError("refused"))
+    assert d.machine.state is S.COORDINATOR_UNKNOWN
+    assert d.machine.commit_fence().generation_id == 1
+
+
+def test_a_member_that_never_joined_is_told_so_when_it_commits() -> None:
+    d = Driver.make()
+    d.machine.start(d.now)
+    d.poll()
+    with pytest.raises(CommitFailedError, match="not a member of the group yet"):
+        d.machine.commit_fence()
+
+
 def test_a_join_unanswered_past_the_rebalance_timeout_is_given_up() -> None:
     d = Driver.make(rebalance_timeout_ms=10_000)
     d.machine.start(d.now)

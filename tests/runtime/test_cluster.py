@@ -237,17 +237,17 @@ def test_coordinator_lookup_retries_while_the_coordinator_loads(cluster, monkeyp
     node = cluster.least_loaded_node()
     answers = [{"g": CoordinatorLoadInProgressError()}, {"g": CoordinatorNotAvailableError()},
                {"g": BrokerInfo(node, "127.0.0.1", 1)}]
-    monkeypatch.setattr(Cluster, "_find_coordinators", lambda self, keys, key_type: answers.pop(0))
+    monkeypatch.setattr(Cluster, "_find_coordinators", lambda self, keys, key_type, deadline: answers.pop(0))
     assert cluster.coordinator("g") == node and answers == []
 
 
 def test_coordinator_lookup_raises_other_errors_and_times_out(cluster, monkeypatch) -> None:
     monkeypatch.setattr(Cluster, "_find_coordinators",
-                        lambda self, keys, key_type: {"g": GroupAuthorizationFailedError()})
+                        lambda self, keys, key_type, deadline: {"g": GroupAuthorizationFailedError()})
     with pytest.raises(GroupAuthorizationFailedError):
         cluster.coordinator("g")
     monkeypatch.setattr(Cluster, "_find_coordinators",
-                        lambda self, keys, key_type: {"h": CoordinatorNotAvailableError()})
+                        lambda self, keys, key_type, deadline: {"h": CoordinatorNotAvailableError()})
     with pytest.raises(Exception, match="no coordinator found for h"):
         cluster.coordinators(["h"], timeout_ms=300)
 

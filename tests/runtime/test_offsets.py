@@ -36,14 +36,14 @@ class ScriptedCoordinator:
         self.requests: list[OffsetCommitRequest] = []
         self.invalidated = 0
 
-    def coordinator(self, group_id: str) -> int:
+    def coordinator(self, group_id: str, deadline: float | None = None) -> int:
         return 1
 
     def invalidate_coordinator(self, group_id: str) -> None:
         self.invalidated += 1
 
     def send(self, node: int, request: OffsetCommitRequest, purpose: str = "default",
-             version: int | None = None) -> Future[Any]:
+             version: int | None = None, timeout_ms: int | None = None) -> Future[Any]:
         self.requests.append(request)
         codes = self.answers.pop(0)
         future: Future[Any] = Future()
