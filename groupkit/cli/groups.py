@@ -118,8 +118,14 @@ def delete(args: argparse.Namespace) -> int:
 
     status = OK
     with open_admin(args) as admin:
-        for group in dict.fromkeys(args.groups):
+        groups = list(dict.fromkeys(args.groups))
+        # Kafka refuses a group with members (NON_EMPTY_GROUP); some brokers (Tansu 0.6) do
+        # not, so the state is checked first and the broker's refusal still counts.
+        states = {g: d.state for g, d in admin.describe_groups(groups).items()}
+        for group in groups:
             try:
+                if states[group] not in ("Empty", "Dead"):
+                    raise NonEmptyGroupError()
                 admin.delete_groups([group])
             except NonEmptyGroupError:
                 print(f"groupkit: group {group!r} still has active members; stop them (or"

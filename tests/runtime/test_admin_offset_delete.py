@@ -19,7 +19,7 @@ from groupkit.errors import (
 )
 from groupkit.protocol.headers import RequestHeader
 from groupkit.protocol.versions import CLIENT_VERSIONS
-from tests.support.fake_cluster import FakeCluster
+from tests.support.fake_cluster import FakeCluster, offset_delete_answer
 
 OFFSET_DELETE = 47
 
@@ -34,16 +34,6 @@ def i32(v: int) -> bytes:
 
 def s(text: str) -> bytes:
     return i16(len(text)) + text.encode()
-
-
-def answer_body(top: int, topics: list[tuple[str, list[tuple[int, int]]]]) -> bytes:
-    """An OffsetDeleteResponse v0 body: error, throttle, then topics of (partition, error)."""
-    body = i16(top) + i32(0) + i32(len(topics))
-    for name, parts in topics:
-        body += s(name) + i32(len(parts))
-        for partition, code in parts:
-            body += i32(partition) + i16(code)
-    return body
 
 
 @pytest.fixture
@@ -68,7 +58,7 @@ def _request_body(frame: bytes) -> bytes:
 
 def test_the_request_names_group_topics_and_partitions_and_success_returns(cluster) -> None:
     def answer(header: RequestHeader, frame: bytes) -> bytes:
-        return answer_body(0, [("orders", [(0, 0), (2, 0)]), ("audit", [(0, 0)])])
+        return offset_delete_answer(0, [("orders", [(0, 0), (2, 0)]), ("audit", [(0, 0)])])
 
     fake = cluster(answer)
     with Admin(bootstrap_servers=fake.bootstrap_servers) as admin:
@@ -82,7 +72,7 @@ def test_the_request_names_group_topics_and_partitions_and_success_returns(clust
 
 
 def test_a_subscribed_topic_is_refused_naming_each_failed_partition(cluster) -> None:
-    fake = cluster(lambda header, frame: answer_body(
+    fake = cluster(lambda header, frame: offset_delete_answer(
         0, [("orders", [(0, 86), (1, 0), (2, 86)])]))
     with Admin(bootstrap_servers=fake.bootstrap_servers) as admin, \
             pytest.raises(GroupSubscribedToTopicError) as caught:
@@ -93,14 +83,14 @@ def test_a_subscribed_topic_is_refused_naming_each_failed_partition(cluster) -> 
 
 
 def test_a_group_level_error_raises_its_exception(cluster) -> None:
-    fake = cluster(lambda header, frame: answer_body(69, []))
+    fake = cluster(lambda header, frame: offset_delete_answer(69, []))
     with Admin(bootstrap_servers=fake.bootstrap_servers) as admin, \
             pytest.raises(GroupIdNotFoundError, match="'ghost'"):
         admin.delete_consumer_group_offsets("ghost", [TopicPartition("orders", 0)])
 
 
 def test_a_moved_coordinator_is_looked_up_again_and_asked_again(cluster) -> None:
-    answers = [answer_body(16, []), answer_body(14, []), answer_body(0, [("orders", [(1, 0)])])]
+    answers = [offset_delete_answer(16, []), offset_delete_answer(14, []), offset_delete_answer(0, [("orders", [(1, 0)])])]
     fake = cluster(lambda header, frame: answers.pop(0))
     with Admin(bootstrap_servers=fake.bootstrap_servers, retry_backoff_ms=1) as admin:
         admin.delete_consumer_group_offsets("g1", [TopicPartition("orders", 1)])

@@ -109,3 +109,14 @@ def _recv(sock: socket.socket) -> bytes:
         return sock.recv(65536)
     except OSError:
         return b""
+
+
+def offset_delete_answer(top: int, topics: list[tuple[str, list[tuple[int, int]]]]) -> bytes:
+    """An OffsetDeleteResponse v0 body written out field by field: error code, throttle time,
+    then each topic's name and its (partition, error code) pairs."""
+    body = struct.pack(">hii", top, 0, len(topics))
+    for name, parts in topics:
+        body += struct.pack(">h", len(name)) + name.encode() + struct.pack(">i", len(parts))
+        for partition, code in parts:
+            body += struct.pack(">ih", partition, code)
+    return body
