@@ -34,11 +34,13 @@ LAYER_OF = {area: rank for rank, areas in enumerate(LAYERS) for area in areas}
 
 
 def _modules() -> dict[str, Path]:
+    """Every module by name; a compiled module (groupkit.protocol._native) by its .pyi stub."""
     found = {}
     for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            found[name.removesuffix(".__init__")] = path
+        for pattern in ("*.pyi", "*.py"):
+            for path in (ROOT / package).rglob(pattern):
+                name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+                found[name.removesuffix(".__init__")] = path
     return found
 
 

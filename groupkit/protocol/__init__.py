@@ -2,7 +2,8 @@
 
 Each class serves every version of its API: ``encode(version)`` writes the body and
 ``Response.decode(data, version)`` reads one. Headers, framing, records, compression and the
-consumer embedded protocol live in their own modules beside this one.
+consumer embedded protocol live in their own modules beside this one. ``native_available``
+says whether record batches are read by the C extension (see groupkit/protocol/native.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from groupkit.protocol.messages.sasl import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from groupkit.protocol.native import available as native_available
 from groupkit.protocol.registry import REQUESTS
 
 __all__ = [
@@ -81,4 +83,5 @@ __all__ = [
     "SaslHandshakeResponse",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "native_available",
 ]

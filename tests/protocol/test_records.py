@@ -25,6 +25,8 @@ from groupkit.protocol.records import (
     filter_aborted,
 )
 
+pytestmark = pytest.mark.usefixtures("record_reader")
+
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
 LEGACY_CODECS = [None, "gzip", "snappy", "lz4"]
 

@@ -27,6 +27,8 @@ from groupkit.protocol.records import (
     encode_message_set,
 )
 
+pytestmark = pytest.mark.usefixtures("record_reader")
+
 ROWS = [(b"k%d" % i, b"value-%d" % i * 3, [("h", b"x"), ("n", None)], 1000 + i)
         for i in range(4)]
 

@@ -32,6 +32,8 @@ from groupkit.protocol.records import (
     encode_rows,
 )
 
+pytestmark = pytest.mark.usefixtures("record_reader")
+
 CODEC_IDS = {None: 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 CODECS = list(CODEC_IDS)
 LEGACY_CODECS = [None, "gzip", "snappy", "lz4"]

@@ -14,6 +14,8 @@ from groupkit.protocol.records import (
     encode_message_set,
 )
 
+pytestmark = pytest.mark.usefixtures("record_reader")
+
 
 @attrs.frozen
 class Sourced(Record):

@@ -1,6 +1,8 @@
 """Reading record batches (magic 2): the consumer's hot path.
 
-Varints are decoded inline with a one- and two-byte fast path, and records are built without
+The record loop runs in C (groupkit/protocol/_native.c) when the extension is built; the pure
+Python loop here is the reference and the fallback, and both give the same records. In Python,
+varints are decoded inline with a one- and two-byte fast path, and records are built without
 attrs' ``__init__`` (see construct.py).
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 from crc32c import crc32c
 
 from groupkit.errors import CorruptRecordError
+from groupkit.protocol import native
 from groupkit.protocol.compression import CODEC_NAMES, decompress
 from groupkit.protocol.records.construct import (
     _Make,
@@ -30,26 +33,31 @@ _ZIGZAG = [(u >> 1) ^ -(u & 1) for u in range(0x80)] + [
 
 
 def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Unsigned varint at ``pos`` (slow path, any length up to 10 bytes) and the next position."""
+    """Unsigned varint at ``pos`` (slow path, any length up to 10 bytes) and the next position.
+
+    Bits past the 64th are dropped, as the Java client's ByteUtils.readVarlong drops them.
+    """
     result = shift = 0
     while True:
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            return result, pos
+            return result & 0xFFFF_FFFF_FFFF_FFFF, pos
         shift += 7
         if shift > 63:
             raise IndexError("varint longer than 10 bytes")
 
 
 def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
-                  ts_type: int, out: list[Record], make: _Make) -> int:
+                  ts_type: int, max_ts: int, out: list[Record], make: _Make) -> int:
     """Decode ``count`` v2 records from ``buf[pos:end]`` into ``out``; returns the end position.
 
-    Timestamps are ``base_ts`` plus each record's delta. Raises IndexError or ValueError on
-    malformed input; the caller turns them into CorruptRecordError with the batch's coordinates.
+    Timestamps are ``base_ts`` plus each record's delta, or ``max_ts`` for a log-append-time
+    batch. Raises IndexError or ValueError on malformed input; the caller turns them into
+    CorruptRecordError with the batch's coordinates.
     """
+    start = len(out)
     new, push = _new, out.append
     record_cls, extra = make
     sourced = bool(extra)
@@ -113,9 +121,12 @@ def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, 
                 b, pos = uvarint(buf, pos)
                 n = (b >> 1) ^ -(b & 1)
             if n < 0:
-                raise ValueError(f"key length {n}")
-            key = buf[pos:pos + n]
-            pos += n
+                if n != -1:
+                    raise ValueError(f"key length {n}")
+                key = None
+            else:
+                key = buf[pos:pos + n]
+                pos += n
         b = buf[pos]
         if b < 0x80:
             n = zz[b]
@@ -153,7 +164,29 @@ def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, 
             s_topic(r, topic)
             s_partition(r, partition)
         push(r)
+    if ts_type == TIMESTAMP_LOG_APPEND:
+        # The broker stamped the batch; its max timestamp is every record's timestamp.
+        for i in range(start, len(out)):
+            _set_timestamp(out[i], max_ts)
     return pos
+
+
+def _read_records_native(buf: bytes, pos: int, end: int, count: int, base_offset: int,
+                         base_ts: int, ts_type: int, max_ts: int, out: list[Record],
+                         make: _Make) -> int:
+    """:func:`_read_records` in C (groupkit/protocol/_native.c); raises ValueError likewise."""
+    assert native.module is not None
+    record_cls, extra = make
+    if extra:
+        (_, topic), (_, partition) = extra
+        return native.module.read_records(buf, pos, end, count, base_offset, base_ts, ts_type,
+                                          max_ts, out, record_cls, topic, partition, True)
+    return native.module.read_records(buf, pos, end, count, base_offset, base_ts, ts_type,
+                                      max_ts, out, record_cls, None, None, False)
+
+
+#: The record loop in use: C when the extension is built (tests swap it to compare the two).
+_reader = _read_records_native if native.available else _read_records
 
 
 def _read_headers(buf: bytes, pos: int, rec_end: int) -> tuple[list[Header], int]:
@@ -227,18 +260,12 @@ def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | No
     if count < 0 or count > (rend - rpos) // _V2_MIN_RECORD:
         raise _corrupt(f"record batch claims {count} records in {rend - rpos} bytes",
                        topic, partition, base_offset)
-    ts_type = (attrs_ >> 3) & 1
-    start = len(out)
     try:
-        last = _read_records(rbuf, rpos, rend, count, base_offset, base_ts, ts_type, out,
-                             make)
+        last = _reader(rbuf, rpos, rend, count, base_offset, base_ts, (attrs_ >> 3) & 1, max_ts,
+                       out, make)
     except (IndexError, ValueError) as exc:
         raise _corrupt(f"record batch holds a malformed record ({exc})",
                        topic, partition, base_offset) from None
-    if ts_type == TIMESTAMP_LOG_APPEND:
-        # The broker stamped the batch; its max timestamp is every record's timestamp.
-        for i in range(start, len(out)):
-            _set_timestamp(out[i], max_ts)
     if last != rend:
         raise _corrupt(f"record batch records end at byte {last - rpos} of {rend - rpos}",
                        topic, partition, base_offset)

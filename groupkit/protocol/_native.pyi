@@ -1,0 +1,5 @@
+from typing import Any
+
+def read_records(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
+                 base_offset: int, base_ts: int, ts_type: int, max_ts: int, out: list[Any],
+                 cls: type, topic: str | None, partition: int | None, sourced: bool, /) -> int: ...

@@ -1,0 +1,176 @@
+"""The C record loop against the pure-Python one: same records, same errors, on every input.
+
+The other record tests run once per reader (the ``record_reader`` fixture); these compare the
+two directly, on a corpus of batches (every codec, headers, nulls, long varints, log-append
+time, control batches, offsets past int64) and on the mutation fuzz of test_records_corrupt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import weakref
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import groupkit.protocol
+from groupkit.errors import CorruptFrame
+from groupkit.protocol import native
+from groupkit.protocol.records import (
+    TIMESTAMP_LOG_APPEND,
+    Record,
+    batch_read,
+    decode_batches,
+    decode_records,
+    encode_batch,
+    encode_control_batch,
+)
+from groupkit.runtime.fetcher import ConsumerRecord
+from tests.protocol.test_records_corrupt import SEEDS, mutate, mutation, recrc_v2
+
+needs_native = pytest.mark.skipif(not native.available,
+                                  reason="the C record reader is not built")
+CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
+INT64_MAX = 2**63 - 1
+
+
+def test_native_extension_is_built() -> None:
+    """``make venv`` builds the extension; only GROUPKIT_NO_NATIVE turns it off."""
+    wanted = not os.environ.get("GROUPKIT_NO_NATIVE")
+    assert groupkit.protocol.native_available is wanted
+    assert native.available is wanted
+
+
+@contextlib.contextmanager
+def reader(which: str) -> Iterator[None]:
+    chosen = batch_read._read_records_native if which == "c" else batch_read._read_records
+    saved = batch_read._reader
+    batch_read._reader = chosen
+    try:
+        yield
+    finally:
+        batch_read._reader = saved
+
+
+def outcome(fn: Callable[[], Any]) -> Any:
+    """What ``fn`` returns, or the CorruptFrame class it raises (messages may differ)."""
+    try:
+        return fn()
+    except CorruptFrame as exc:
+        return type(exc)
+
+
+def both(fn: Callable[[], Any]) -> tuple[Any, Any]:
+    with reader("c"):
+        c = outcome(fn)
+    with reader("python"):
+        py = outcome(fn)
+    return c, py
+
+
+def rows(n: int, seed: int) -> list[tuple]:
+    out = []
+    for i in range(n):
+        key = None if (i + seed) % 4 == 0 else b"key-%d" % i * (1 + (i % 3) * 30)
+        value = None if (i + seed) % 7 == 6 else bytes([i % 256]) * ((i * 37 + seed) % 300)
+        headers = [(f"h{j}", None if j == 1 else b"v" * j * 50) for j in range((i + seed) % 4)]
+        if i % 5 == 3:
+            headers.append(("ünïcode", b""))
+        out.append((key, value, headers, 1_700_000_000_000 + (i * 7919) % 100_000 - 50_000))
+    return out
+
+
+def corpus() -> list[tuple[str, bytes]]:
+    cases = [(f"seed {i}", seed) for i, seed in enumerate(SEEDS)]
+    for codec in CODECS:
+        cases.append((f"rows {codec}", b"".join(
+            encode_batch(rows(60, s), compression=codec, base_offset=s * 100) for s in range(3))))
+    cases += [
+        ("log append", encode_batch(rows(20, 1), timestamp_type=TIMESTAMP_LOG_APPEND)),
+        ("control", encode_control_batch(1, producer_id=9, producer_epoch=0, base_offset=5)
+         + encode_batch(rows(5, 2), base_offset=6, transactional=True, producer_id=9)),
+        ("offsets past int64", encode_batch(
+            [Record(INT64_MAX - 1 + i, 0, None, b"x") for i in range(4)],
+            base_offset=INT64_MAX - 1)),
+        ("timestamps past int64", encode_batch(
+            [(None, b"a", None, INT64_MAX), (None, b"b", None, -1)])),
+        ("same timestamps", encode_batch([(None, b"v%d" % i, None, 5) for i in range(50)])),
+        ("large fields", encode_batch([(b"k" * 70_000, b"v" * 200_000, [("h" * 300, b"x" * 20_000)],
+                                        0)], compression="lz4")),
+    ]
+    return cases
+
+
+CORPUS = corpus()
+
+
+def as_data(batches: list[Any]) -> list[Any]:
+    """Batches with their records as (class, fields) so record classes are compared too."""
+    return [(attrs.evolve(b, records=[]), [(type(r), attrs.astuple(r, recurse=False))
+                                         for r in b.records]) for b in batches]
+
+
+@needs_native
+@pytest.mark.parametrize(("name", "data"), CORPUS, ids=[name for name, _ in CORPUS])
+def test_both_readers_decode_the_corpus_alike(name: str, data: bytes) -> None:
+    c, py = both(lambda: as_data(decode_batches(data)))
+    assert c == py
+    assert isinstance(c, list)
+    c, py = both(lambda: as_data([attrs.evolve(decode_batches(data)[0], records=decode_records(
+        data, topic="t", partition=3, record_type=ConsumerRecord))]))
+    assert c == py
+
+
+@needs_native
+def test_large_offsets_and_timestamps_are_exact() -> None:
+    with reader("c"):
+        got = decode_records(dict(CORPUS)["offsets past int64"])
+        stamps = decode_records(dict(CORPUS)["timestamps past int64"])
+    assert [r.offset for r in got] == [INT64_MAX - 1 + i for i in range(4)]
+    assert [r.timestamp for r in stamps] == [INT64_MAX, -1]
+
+
+@needs_native
+@given(seed=st.sampled_from(range(len(SEEDS))), edits=st.lists(mutation, min_size=1, max_size=4),
+       fix_crc=st.booleans())
+def test_fuzzed_record_sets_give_the_same_outcome_from_both(seed: int, edits: list[tuple],
+                                                           fix_crc: bool) -> None:
+    data = mutate(SEEDS[seed], edits)
+    if fix_crc and len(data) >= 61 and data[16] == 2:
+        data = bytearray(recrc_v2(data))
+    payload = bytes(data)
+    c, py = both(lambda: as_data(decode_batches(payload, max_decompressed_size=1 << 20)))
+    assert c == py
+
+
+@needs_native
+def test_native_records_are_freed_by_reference_counting_without_the_collector() -> None:
+    with reader("c"):
+        records = decode_records(dict(CORPUS)["rows None"], topic="t", partition=0,
+                                 record_type=ConsumerRecord)
+    assert not any(gc.is_tracked(r) or gc.is_tracked(r.headers) for r in records)
+    watch = weakref.ref(records[7])
+    assert watch() is not None
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        del records
+        assert watch() is None
+    finally:
+        if was:
+            gc.enable()
+
+
+@needs_native
+def test_a_record_type_without_slots_for_its_fields_is_a_type_error() -> None:
+    # decode_records refuses such classes before the reader sees them (ConfigError); the C
+    # reader checks again rather than write into memory that is not a slot.
+    assert native.module is not None
+    with pytest.raises(TypeError, match="slot"):
+        native.module.read_records(b"", 0, 0, 0, 0, 0, 0, 0, [], dict, None, None, False)
