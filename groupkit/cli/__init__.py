@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import traceback
 
@@ -40,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         status: int = args.func(args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (``| head``): say nothing more, and let the interpreter's
+        # final flush write to /dev/null instead of failing again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except Exception as exc:  # every failure becomes one line (and a traceback with --debug)
         return _report(exc, debug)
     return status

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from groupkit.cli import reset_offsets
+from groupkit.cli import lag, reset_offsets
 from groupkit.cli.common import (
     FAILED,
     OK,
@@ -45,6 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     output_option(p)
     p.set_defaults(func=describe)
 
+    lag.register(commands, common)
     reset_offsets.register(commands, common)
 
     p = commands.add_parser("delete", parents=[common],
