@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test lint bench clean java
 
 $(VENV)/.installed: pyproject.toml setup.py groupkit/protocol/_native.c
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,14 @@ lint: venv
 	$(VENV)/bin/ruff check groupkit assignors tests bench examples
 	$(VENV)/bin/mypy
 
-test: venv lint
-	$(PY) -m pytest -q -n 2 -p no:cacheprovider
+test: venv lint java
+	$(PY) -m pytest -q -n 2 --dist loadgroup -p no:cacheprovider
+
+# The Spark tests (tests/spark) run a local SparkSession, which needs Java 17 or newer.
+java:
+	@command -v java >/dev/null 2>&1 || [ -n "$$JAVA_HOME" ] || { echo "make test: the Spark" \
+	  "tests need Java 17+; install it (Debian/Ubuntu: apt-get install" \
+	  "openjdk-17-jre-headless) or set JAVA_HOME" >&2; exit 1; }
 
 bench: venv
 	$(PY) bench/decode.py

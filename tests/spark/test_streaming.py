@@ -1,0 +1,91 @@
+"""Streaming reads: availableNow runs, the group commit of completed batches, restarts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assignors import TopicPartition
+from groupkit import Admin
+from groupkit.spark import await_commits
+from tests.spark.conftest import write
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+
+def _stream(spark: Any, servers: str, topic: str, **options: str) -> Any:
+    reader = (spark.readStream.format("groupkit-kafka")
+              .option("kafka.bootstrap.servers", servers).option("subscribe", topic))
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    return reader.load()
+
+
+def _run_available_now(df: Any, sink: Path, checkpoint: Path) -> Any:
+    query = (df.selectExpr("partition", "offset", "value").writeStream.format("parquet")
+             .option("path", str(sink)).option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(120), "the availableNow run did not finish in 120 s"
+    assert query.exception() is None
+    await_commits(query, 30)
+    return query
+
+
+def _sink(spark: Any, sink: Path) -> list[tuple[int, int, bytes]]:
+    return sorted((r.partition, r.offset, bytes(r.value))
+                  for r in spark.read.parquet(str(sink)).collect())
+
+
+def _committed(servers: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    with Admin(bootstrap_servers=servers) as admin:
+        found = admin.list_group_offsets(group, [TopicPartition(topic, p)
+                                                 for p in range(partitions)])
+    return {tp.partition: c.offset for tp, c in found.items()}
+
+
+def test_available_now_reads_everything_once_and_commits_the_log_end(
+        spark: Any, kafka_broker: Any, topic_with_batches: Callable[..., str],
+        unique_name: Callable[[str], str], tmp_path: Path) -> None:
+    servers = kafka_broker.bootstrap_servers
+    topic = topic_with_batches(partitions=4, batches=6, per_batch=25)
+    group = unique_name("lake")
+    options = {"startingOffsets": "earliest", "kafka.group.id": group,
+               "maxOffsetsPerTrigger": "170"}
+    sink, checkpoint = tmp_path / "sink", tmp_path / "checkpoint"
+    query = _run_available_now(_stream(spark, servers, topic, **options), sink, checkpoint)
+    # 600 records at most 170 per trigger: four batches, the last one committed too.
+    assert query.lastProgress["batchId"] == 3
+    expected = [(p, o, f"{p}-{o}".encode()) for p in range(4) for o in range(150)]
+    assert _sink(spark, sink) == expected
+    assert _committed(servers, group, topic, 4) == dict.fromkeys(range(4), 150)
+
+    # More records, then a restart from the checkpoint: it continues where it stopped.
+    write(servers, topic, 4, batches=2, per_batch=10, first=150)
+    _run_available_now(_stream(spark, servers, topic, **options), sink, checkpoint)
+    expected = [(p, o, f"{p}-{o}".encode()) for p in range(4) for o in range(170)]
+    assert _sink(spark, sink) == expected
+    assert _committed(servers, group, topic, 4) == dict.fromkeys(range(4), 170)
+
+
+def test_starting_offsets_group_starts_where_the_group_is(
+        spark: Any, kafka_broker: Any, topic_with_batches: Callable[..., str],
+        unique_name: Callable[[str], str], tmp_path: Path) -> None:
+    servers = kafka_broker.bootstrap_servers
+    topic = topic_with_batches(partitions=2, batches=2, per_batch=10)
+    group = unique_name("g")
+    with Admin(bootstrap_servers=servers) as admin:
+        admin.list_topics()
+    # The group has an offset for partition 0 only; partition 1 falls back to earliest.
+    from groupkit import Consumer
+    with Consumer(bootstrap_servers=servers, group_id=group, enable_auto_commit=False) as c:
+        c.commit({TopicPartition(topic, 0): 12})
+    df = _stream(spark, servers, topic, startingOffsets="group", **{"kafka.group.id": group},
+                 startingOffsetsFallback="earliest")
+    _run_available_now(df, tmp_path / "sink", tmp_path / "checkpoint")
+    got = _sink(spark, tmp_path / "sink")
+    assert got == [(0, o, f"0-{o}".encode()) for o in range(12, 20)] + \
+        [(1, o, f"1-{o}".encode()) for o in range(20)]
+    assert _committed(servers, group, topic, 2) == {0: 20, 1: 20}
