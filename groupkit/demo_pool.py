@@ -207,13 +207,23 @@ def run_pool_demo(processes: int = 3, partitions: int = 6, rate: float = 200.0,
                 pool.kill()
                 pool.wait(10)
         seen = files.read()[1]
-    consumed = sum(seen.values())
-    summary = PoolDemoSummary(
-        produced=len(produced), consumed=consumed, duplicates=consumed - len(seen),
-        lost=len(produced - seen.keys()), restarts=restarts, pool_exit_status=status,
-        seconds=round(time.monotonic() - began, 1))
-    out(f"\nsummary: {summary.produced} produced, {summary.consumed} consumed,"
-        f" {summary.duplicates} duplicates (re-delivered after the kill), {summary.lost} lost,"
-        f" {summary.restarts} worker restarted, pool exit status {summary.pool_exit_status},"
-        f" {summary.seconds}s")
+        consumed = sum(seen.values())
+        summary = PoolDemoSummary(
+            produced=len(produced), consumed=consumed, duplicates=consumed - len(seen),
+            lost=len(produced - seen.keys()), restarts=restarts, pool_exit_status=status,
+            seconds=round(time.monotonic() - began, 1))
+        out(f"\nsummary: {summary.produced} produced, {summary.consumed} consumed,"
+            f" {summary.duplicates} duplicates (re-delivered after the kill), {summary.lost}"
+            f" lost, {summary.restarts} worker restarted, pool exit status"
+            f" {summary.pool_exit_status}, {summary.seconds}s")
+        _describe_group(bootstrap, out, wait)
     return summary
+
+
+def _describe_group(bootstrap: str, out: Callable[[str], None], wait: float) -> None:
+    """Show the group as an operator would see it: ``groupkit groups describe``."""
+    command = [str(Path(sys.executable).with_name("groupkit")), "groups", "describe", GROUP,
+               "--bootstrap-server", bootstrap]
+    out(f"\n$ groupkit groups describe {GROUP} --bootstrap-server {bootstrap}")
+    shown = subprocess.run(command, capture_output=True, text=True, timeout=wait)
+    out((shown.stdout + shown.stderr).rstrip())

@@ -20,3 +20,7 @@ def test_pool_demo_replaces_a_killed_worker_and_loses_nothing() -> None:
     assert summary.pool_exit_status == 0
     assert "killing worker pid" in text and "curl http://127.0.0.1:" in text
     assert "groupkit_records_consumed_total" in text
+    # It ends with the group as 'groupkit groups describe' shows it: every record committed.
+    described = text[text.index("$ groupkit groups describe demo-pool-workers"):]
+    assert "GROUP demo-pool-workers" in described and "TOTAL-LAG 0" in described
+    assert described.count("\ndemo-orders ") == 4  # one offset row per partition
