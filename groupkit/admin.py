@@ -25,8 +25,10 @@ from groupkit.admin_values import (
 )
 from groupkit.config import ClientConfig
 from groupkit.errors import (
+    ApiKey,
     BrokerError,
     ConfigError,
+    ErrorCode,
     GroupkitError,
     KafkaConnectionError,
     RequestTimeoutError,
@@ -81,18 +83,12 @@ from groupkit.runtime.metadata import BrokerInfo
 
 __all__ = ["Admin"]
 
-_DELETE_TOPICS = 20
-_OFFSET_FETCH = 9
-_FETCH = 1
 #: Fetch names topics by id from this version.
 _FETCH_TOPIC_IDS = 13
 _TOPICS_BY_ID_VERSION = 6
 _GROUPS_ARRAY_VERSION = 8
 #: Codes after which a group request goes to a freshly looked-up coordinator.
-_COORDINATOR_MOVED = (15, 16)
-_COORDINATOR_LOADING = 14
-_UNKNOWN_TOPIC = 3
-_LEADER_NOT_AVAILABLE = 5
+_COORDINATOR_MOVED = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR)
 _SPECS = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP}
 
 _Answer = TypeVar("_Answer", bound=Response)
@@ -152,7 +148,7 @@ class Admin:
         if not names:
             raise ConfigError("delete_topics needs at least one topic name")
         node = self._controller()
-        version = self._cluster.api_version(node, _DELETE_TOPICS)
+        version = self._cluster.api_version(node, ApiKey.DELETE_TOPICS)
         if version is not None and version >= _TOPICS_BY_ID_VERSION:
             request = DeleteTopicsRequest(topics=[DeleteTopicsRequestTopic(name=n) for n in names],
                                           timeout_ms=self.config.request_timeout_ms)
@@ -243,7 +239,7 @@ class Admin:
             for tp in partitions:
                 wanted[tp.topic].append(tp.partition)
         node = self._cluster.coordinator(group_id)
-        version = self._cluster.api_version(node, _OFFSET_FETCH) or 0
+        version = self._cluster.api_version(node, ApiKey.OFFSET_FETCH) or 0
         if version >= _GROUPS_ARRAY_VERSION:
             def build(groups: list[str]) -> Request:
                 topics = None if wanted is None else [
@@ -364,7 +360,7 @@ class Admin:
                         self._cluster.invalidate_coordinator(group_id)
                     continue
                 for group_id, (code, part) in split(response, groups).items():
-                    if code in _COORDINATOR_MOVED or code == _COORDINATOR_LOADING:
+                    if code in _COORDINATOR_MOVED or code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
                         last = error_for_code(code)()
                         retry.append(group_id)
                         if code in _COORDINATOR_MOVED:
@@ -437,7 +433,7 @@ class Admin:
                     partition_max_bytes=1))
         futures = {}
         for node, topics in by_leader.items():
-            version = self._cluster.api_version(node, _FETCH)
+            version = self._cluster.api_version(node, ApiKey.FETCH)
             if version is None:
                 continue
             ids = {t: (info.topic_id if (info := metadata.topic(t)) else NULL_UUID)
@@ -475,9 +471,9 @@ class Admin:
         for tp, timestamp in wanted.items():
             leader = metadata.leader_for(tp.topic, tp.partition)
             if leader is None:
-                code = metadata.topic_errors.get(tp.topic, _LEADER_NOT_AVAILABLE)
+                code = metadata.topic_errors.get(tp.topic, ErrorCode.LEADER_NOT_AVAILABLE)
                 last = _error(code, f"{tp.topic}-{tp.partition}")
-                if code == _UNKNOWN_TOPIC or not last.retriable:
+                if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or not last.retriable:
                     raise last
                 retry.append(tp)
                 continue
@@ -543,7 +539,7 @@ def _retry_code(topics: Iterable[Any]) -> int:
     """A partition code after which the whole group request goes to the coordinator again."""
     for topic in topics:
         for p in topic.partitions:
-            if p.error_code in _COORDINATOR_MOVED or p.error_code == _COORDINATOR_LOADING:
+            if p.error_code in _COORDINATOR_MOVED or p.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
                 return int(p.error_code)
     return 0
 

@@ -19,6 +19,7 @@ import attrs
 
 from groupkit.errors import (
     CommitFailedError,
+    ErrorCode,
     GroupkitError,
     IllegalStateError,
     InvalidAssignmentError,
@@ -26,13 +27,7 @@ from groupkit.errors import (
 )
 from groupkit.group.backoff import Backoff
 from groupkit.group.config import GroupConfig
-from groupkit.group.error_actions import (
-    COORDINATOR_NOT_AVAILABLE,
-    INCONSISTENT_GROUP_PROTOCOL,
-    Action,
-    Api,
-    action_for,
-)
+from groupkit.group.error_actions import Action, Api, action_for
 from groupkit.group.outputs import (
     Assigned,
     CoordinatorChanged,
@@ -453,7 +448,7 @@ class GroupMachine:
         code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
         message = resp.error_message
         if resp.coordinators:
-            code = COORDINATOR_NOT_AVAILABLE
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
             for entry in resp.coordinators:
                 if entry.key == self.config.group_id:
                     code, node_id, host, port, message = (
@@ -461,7 +456,7 @@ class GroupMachine:
                         entry.error_message)
         if not code and not host:
             # a v4+ answer with no entry, or one without an address: not usable yet
-            code = COORDINATOR_NOT_AVAILABLE
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
         if code:
             self._react(_Failure(Api.FIND_COORDINATOR, code, message=message or None), now)
             return
@@ -484,7 +479,7 @@ class GroupMachine:
             return
         if (resp.protocol_type is not None and resp.protocol_type != self.protocol.protocol_type) \
                 or resp.protocol_name not in self._offered:
-            self._fail(error_for_code(INCONSISTENT_GROUP_PROTOCOL)(
+            self._fail(error_for_code(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)(
                 f"the coordinator chose {resp.protocol_type!r}/{resp.protocol_name!r}, which this"
                 f" member did not offer ({self.protocol.protocol_type!r}/{list(self._offered)})"))
             return
@@ -521,7 +516,7 @@ class GroupMachine:
         name = self._protocol_name or ""
         if (resp.protocol_type is not None and resp.protocol_type != self.protocol.protocol_type) \
                 or (resp.protocol_name is not None and resp.protocol_name != name):
-            self._fail(error_for_code(INCONSISTENT_GROUP_PROTOCOL)(
+            self._fail(error_for_code(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)(
                 f"SyncGroup answered for {resp.protocol_type!r}/{resp.protocol_name!r}, but the"
                 f" group joined with {self.protocol.protocol_type!r}/{name!r}"))
             return

@@ -15,14 +15,13 @@ from typing import TypeVar
 
 import attrs
 
-from groupkit.errors import CorruptFrame, UnsupportedVersionError
+from groupkit.errors import ApiKey, CorruptFrame, UnsupportedVersionError
 from groupkit.protocol.primitives import Reader, Writer
 from groupkit.protocol.registry import REQUESTS
 from groupkit.protocol.schema import Request, Response
 
 log = logging.getLogger(__name__)
 
-_API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
 _R = TypeVar("_R", bound=Response)
 
@@ -43,7 +42,7 @@ def request_header_version(api_key: int, version: int) -> int:
 
 def response_header_version(api_key: int, version: int) -> int:
     """The response header version: 1 when flexible, else 0; ApiVersions always uses 0."""
-    if api_key == _API_VERSIONS_KEY:
+    if api_key == ApiKey.API_VERSIONS:
         return 0
     return 1 if _request_class(api_key).is_flexible(version) else 0
 

@@ -21,6 +21,7 @@ import attrs
 
 from groupkit.config import ClientConfig
 from groupkit.errors import (
+    ApiKey,
     BrokerError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -62,7 +63,6 @@ DEFAULT = "default"
 COORDINATOR = "coordinator"
 FETCH = "fetch"
 
-_FIND_COORDINATOR = 10
 _BATCHED_FIND_COORDINATOR = 4
 
 #: Errors after which the metadata is out of date.
@@ -396,7 +396,7 @@ class Cluster:
     def _find_coordinators(self, keys: list[str], key_type: int,
                            deadline: float) -> dict[str, BrokerInfo | BaseException]:
         node = self.least_loaded_node(deadline)
-        version = self.api_version(node, _FIND_COORDINATOR, deadline)
+        version = self.api_version(node, ApiKey.FIND_COORDINATOR, deadline)
         if version is None:
             raise KafkaConnectionError(f"node {node} does not offer FindCoordinator")
         if version >= _BATCHED_FIND_COORDINATOR:

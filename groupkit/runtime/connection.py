@@ -30,9 +30,11 @@ from typing import Any
 import attrs
 
 from groupkit.errors import (
+    ApiKey,
     AuthenticationError,
     ConfigError,
     CorruptFrame,
+    ErrorCode,
     GroupkitError,
     KafkaConnectionError,
     NegotiationError,
@@ -58,10 +60,6 @@ __all__ = ["BrokerConnection"]
 
 log = logging.getLogger(__name__)
 
-_API_VERSIONS = 18
-_PRODUCE = 0
-_SASL_AUTHENTICATE = 36
-_UNSUPPORTED_VERSION = 35
 _RECV_BYTES = 256 * 1024
 
 
@@ -259,7 +257,7 @@ class BrokerConnection:
         try:
             versions = self._negotiate(link, timeout)
             if self.sasl is not None:
-                auth_version = versions.get(_SASL_AUTHENTICATE)
+                auth_version = versions.get(ApiKey.SASL_AUTHENTICATE)
                 if auth_version is None:
                     raise AuthenticationError(f"{self.address} does not support SaslAuthenticate;"
                                               " it cannot be used with SASL settings")
@@ -284,14 +282,14 @@ class BrokerConnection:
         while True:
             response = self._call(link, ApiVersionsRequest(), version, timeout)
             assert isinstance(response, ApiVersionsResponse)
-            if response.error_code != _UNSUPPORTED_VERSION:
+            if response.error_code != ErrorCode.UNSUPPORTED_VERSION:
                 break
             if version == 0:
                 raise UnsupportedVersionError(
                     f"{self.address} refused ApiVersions v0 with UNSUPPORTED_VERSION; it does not"
                     " speak the Kafka protocol versions groupkit knows, check bootstrap_servers")
             theirs = {k.api_key: k.max_version for k in response.api_keys}
-            lower = max(0, min(theirs.get(_API_VERSIONS, 0), version - 1))
+            lower = max(0, min(theirs.get(ApiKey.API_VERSIONS, 0), version - 1))
             log.debug("%s refused ApiVersions v%d; retrying with v%d", self.address, version,
                       lower)
             version = lower
@@ -354,7 +352,7 @@ class BrokerConnection:
                  handshake: bool = False) -> Future[Any]:
         future: Future[Any] = Future()
         future.set_running_or_notify_cancel()
-        expects_response = not (request.API_KEY == _PRODUCE and getattr(request, "acks", 1) == 0)
+        expects_response = not (request.API_KEY == ApiKey.PRODUCE and getattr(request, "acks", 1) == 0)
         with self._write_lock:
             correlation_id = self._next_correlation_id
             self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
@@ -494,7 +492,7 @@ class BrokerConnection:
 
 
 def _decode(frame: bytes, pending: _Pending) -> Response:
-    if pending.api_key == _API_VERSIONS:
+    if pending.api_key == ApiKey.API_VERSIONS:
         return _decode_api_versions(frame, pending.version)
     return decode_response_frame(frame, pending.response_cls, pending.version)[1]
 
@@ -515,7 +513,7 @@ def _decode_api_versions(frame: bytes, version: int) -> ApiVersionsResponse:
             return decode_response_frame(frame, ApiVersionsResponse, form, strict=strict)[1]
         except CorruptFrame as exc:
             first_error = first_error or exc
-    if len(frame) >= 6 and int.from_bytes(frame[4:6], "big", signed=True) == _UNSUPPORTED_VERSION:
-        return ApiVersionsResponse(error_code=_UNSUPPORTED_VERSION, api_keys=[])
+    if len(frame) >= 6 and int.from_bytes(frame[4:6], "big", signed=True) == ErrorCode.UNSUPPORTED_VERSION:
+        return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[])
     assert first_error is not None
     raise first_error

@@ -27,6 +27,8 @@ import attrs
 from assignors import TopicPartition
 from groupkit.config import ConsumerConfig
 from groupkit.errors import (
+    ApiKey,
+    ErrorCode,
     GroupkitError,
     IllegalStateError,
     NoOffsetForPartitionError,
@@ -49,8 +51,6 @@ from groupkit.runtime.offsets import OffsetStore
 
 log = logging.getLogger(__name__)
 
-_FETCH = 1
-_OFFSET_OUT_OF_RANGE = 1
 #: The first Fetch version that names topics by id.
 _TOPIC_IDS = 13
 
@@ -480,7 +480,7 @@ class Fetcher:
             self._backoff(tps)
             return
         metadata = self.cluster.metadata
-        version = conn.versions.get(_FETCH, 4)
+        version = conn.versions.get(ApiKey.FETCH, 4)
         ids = {t: metadata.topics[t].topic_id if t in metadata.topics else NULL_UUID
                for t in {tp.topic for tp in tps}}
         if version >= _TOPIC_IDS and any(i == NULL_UUID for i in ids.values()):
@@ -565,7 +565,7 @@ class Fetcher:
         data = answer.records or b""
         error: GroupkitError | None = None
         chunk: _Chunk | None = None
-        if code == _OFFSET_OUT_OF_RANGE:
+        if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             log.info("%s-%d: offset %d is out of range", tp.topic, tp.partition, offset)
         elif code:
             self.cluster.observe_code(code)
@@ -590,11 +590,11 @@ class Fetcher:
                 part.log_end = answer.last_stable_offset
             if part.log_end != log_end:
                 self._changed.add(tp)
-            if code == _OFFSET_OUT_OF_RANGE and part.position != offset:
+            if code == ErrorCode.OFFSET_OUT_OF_RANGE and part.position != offset:
                 # Asked ahead of records still buffered: decide once the application has
                 # them (the Java client also resets only at its position).
                 part.retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
-            elif code == _OFFSET_OUT_OF_RANGE:
+            elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                 if self.config.auto_offset_reset == "none":
                     part.error = NoOffsetForPartitionError(
                         f"offset {offset} of {tp.topic}-{tp.partition} is out of range and"

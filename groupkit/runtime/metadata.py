@@ -12,12 +12,9 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
+from groupkit.errors import ErrorCode
 from groupkit.protocol.messages.metadata import MetadataResponse
 from groupkit.protocol.primitives import NULL_UUID
-
-#: Error codes that mean "this topic is not (yet) usable" in a Metadata answer.
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
 
 
 @attrs.frozen
@@ -94,7 +91,7 @@ class ClusterMetadata:
                 continue
             partitions = {
                 p.partition_index: PartitionInfo(
-                    p.partition_index, p.leader_id if p.error_code != LEADER_NOT_AVAILABLE
+                    p.partition_index, p.leader_id if p.error_code != ErrorCode.LEADER_NOT_AVAILABLE
                     else -1, p.leader_epoch, tuple(p.replica_nodes), tuple(p.isr_nodes),
                     p.error_code)
                 for p in t.partitions}

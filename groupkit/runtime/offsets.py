@@ -22,7 +22,9 @@ import attrs
 from assignors import TopicPartition
 from groupkit.config import ConsumerConfig
 from groupkit.errors import (
+    ApiKey,
     CommitFailedError,
+    ErrorCode,
     GroupkitError,
     KafkaConnectionError,
     NoBrokersAvailable,
@@ -61,15 +63,15 @@ from groupkit.runtime.group_runner import GroupRunner
 
 log = logging.getLogger(__name__)
 
-_OFFSET_FETCH = 9
-_LIST_OFFSETS = 2
 _COMMIT_PURPOSE = "commit"
 #: Codes that mean "this member's generation is over": the commit is refused for good.
-_MEMBERSHIP_CODES = frozenset({22, 25, 27, 82})
+_MEMBERSHIP_CODES = frozenset({
+    ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.REBALANCE_IN_PROGRESS,
+    ErrorCode.FENCED_INSTANCE_ID})
 #: Codes after which the coordinator must be looked up again.
-_COORDINATOR_CODES = frozenset({14, 15, 16})
-#: Given to a partition the broker's answer left out.
-_UNKNOWN_SERVER_ERROR = -1
+_COORDINATOR_CODES = frozenset({
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_COORDINATOR})
 
 CommitCallback = Callable[[Mapping[TopicPartition, int], BaseException | None], None]
 
@@ -128,7 +130,7 @@ class OffsetStore:
         # The coordinator lookup and the connect spend this call's deadline, as
         # ConsumerCoordinator.fetchCommittedOffsets(partitions, timer) does in the Java client.
         node = self.cluster.coordinator(self.group_id, deadline=deadline)
-        version = self.cluster.api_version(node, _OFFSET_FETCH, deadline)
+        version = self.cluster.api_version(node, ApiKey.OFFSET_FETCH, deadline)
         if version is None:
             raise GroupkitError("the coordinator does not offer OffsetFetch; use a newer broker")
         topics = _by_topic(wanted)
@@ -225,7 +227,7 @@ class OffsetStore:
 
     def _send_list_offsets(self, node: int, tps: list[TopicPartition], spec: int,
                            deadline: float) -> tuple[int, Future[Any]]:
-        version = self.cluster.api_version(node, _LIST_OFFSETS, deadline) or 0
+        version = self.cluster.api_version(node, ApiKey.LIST_OFFSETS, deadline) or 0
         committed = 1 if self.config.isolation_level == "read_committed" else 0
         request = ListOffsetsRequest(replica_id=-1, isolation_level=committed, topics=[
             ListOffsetsRequestTopic(name=t, partitions=[
@@ -433,7 +435,7 @@ def _commit_errors(response: OffsetCommitResponse,
                 errors[tp] = part.error_code
     for tp in offsets:
         if tp not in answered:
-            errors[tp] = _UNKNOWN_SERVER_ERROR
+            errors[tp] = ErrorCode.UNKNOWN_SERVER_ERROR
     return errors
 
 

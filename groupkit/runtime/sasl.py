@@ -16,7 +16,7 @@ from typing import Literal
 
 import attrs
 
-from groupkit.errors import AuthenticationError, ConfigError, check_error
+from groupkit.errors import AuthenticationError, ConfigError, ErrorCode, check_error
 from groupkit.protocol.messages.sasl import (
     SaslAuthenticateRequest,
     SaslAuthenticateResponse,
@@ -28,7 +28,6 @@ from groupkit.protocol.schema import Request, Response
 Mechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 MECHANISMS: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-_UNSUPPORTED_SASL_MECHANISM = 33
 
 #: Sends one request at an explicit version and returns its decoded response.
 Exchange = Callable[[Request, int], Response]
@@ -153,7 +152,7 @@ def authenticate(exchange: Exchange, credentials: SaslCredentials,
     """Log in with SaslHandshake v1 then SaslAuthenticate; AuthenticationError on refusal."""
     handshake = exchange(SaslHandshakeRequest(mechanism=credentials.mechanism), 1)
     assert isinstance(handshake, SaslHandshakeResponse)
-    if handshake.error_code == _UNSUPPORTED_SASL_MECHANISM:
+    if handshake.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM:
         offered = ", ".join(handshake.mechanisms) or "none"
         raise AuthenticationError(
             f"the broker does not offer SASL {credentials.mechanism} on this listener (it offers "

@@ -15,15 +15,7 @@ from collections.abc import Hashable
 
 import attrs
 
-from groupkit.group.error_actions import (
-    FENCED_INSTANCE_ID,
-    ILLEGAL_GENERATION,
-    INCONSISTENT_GROUP_PROTOCOL,
-    INVALID_SESSION_TIMEOUT,
-    MEMBER_ID_REQUIRED,
-    REBALANCE_IN_PROGRESS,
-    UNKNOWN_MEMBER_ID,
-)
+from groupkit.errors import ErrorCode
 from groupkit.protocol.messages.group import (
     HeartbeatRequest,
     HeartbeatResponse,
@@ -123,18 +115,18 @@ class FakeCoordinator:
                 error_code=code, member_id=member_id, protocol_name="", leader=""))
 
         if not self.min_session_ms <= req.session_timeout_ms <= self.max_session_ms:
-            return fail(INVALID_SESSION_TIMEOUT)
+            return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
         protocols = [(p.name, p.metadata) for p in req.protocols]
         if self.members and (req.protocol_type != self.protocol_type or not self._common(
                 {name for name, _ in protocols})):
-            return fail(INCONSISTENT_GROUP_PROTOCOL)
+            return fail(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         instance = req.group_instance_id
         if not req.member_id:
             new_id = f"{instance or 'member'}-{self._next_id}"
             self._next_id += 1
             if instance is None:
                 self.pending.add(new_id)
-                return fail(MEMBER_ID_REQUIRED, new_id)
+                return fail(ErrorCode.MEMBER_ID_REQUIRED, new_id)
             old = self.static.get(instance)
             if old is not None and old in self.members:
                 return self._replace_static(ticket, old, new_id, req, protocols, now)
@@ -143,9 +135,9 @@ class FakeCoordinator:
         else:
             member_id = req.member_id
             if instance is not None and self.static.get(instance) not in (None, member_id):
-                return fail(FENCED_INSTANCE_ID)
+                return fail(ErrorCode.FENCED_INSTANCE_ID)
             if member_id not in self.members and member_id not in self.pending:
-                return fail(UNKNOWN_MEMBER_ID)
+                return fail(ErrorCode.UNKNOWN_MEMBER_ID)
         self.pending.discard(member_id)
         member = self.members.get(member_id)
         if member is None:
@@ -188,7 +180,7 @@ class FakeCoordinator:
         for member in self.members.values():
             if member.sync_ticket is not None:
                 self._answer(member.sync_ticket, SyncGroupResponse(
-                    error_code=REBALANCE_IN_PROGRESS))
+                    error_code=ErrorCode.REBALANCE_IN_PROGRESS))
                 member.sync_ticket = None
         self.state = GroupState.PREPARING_REBALANCE
         self.rebalances += 1
@@ -243,17 +235,17 @@ class FakeCoordinator:
 
     def _check(self, member_id: str, instance: str | None, generation: int) -> int:
         if instance is not None and self.static.get(instance) not in (None, member_id):
-            return FENCED_INSTANCE_ID
+            return ErrorCode.FENCED_INSTANCE_ID
         if member_id not in self.members:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if generation != self.generation:
-            return ILLEGAL_GENERATION
+            return ErrorCode.ILLEGAL_GENERATION
         return 0
 
     def _sync(self, ticket: Hashable, req: SyncGroupRequest, now: float) -> None:
         code = self._check(req.member_id, req.group_instance_id, req.generation_id)
         if not code and self.state is GroupState.PREPARING_REBALANCE:
-            code = REBALANCE_IN_PROGRESS
+            code = ErrorCode.REBALANCE_IN_PROGRESS
         if code:
             self._answer(ticket, SyncGroupResponse(error_code=code))
             return
@@ -283,13 +275,13 @@ class FakeCoordinator:
         if code:
             return code
         self.members[req.member_id].last_seen = now
-        return REBALANCE_IN_PROGRESS if self.state is GroupState.PREPARING_REBALANCE else 0
+        return ErrorCode.REBALANCE_IN_PROGRESS if self.state is GroupState.PREPARING_REBALANCE else 0
 
     def _leave(self, ticket: Hashable, req: LeaveGroupRequest, now: float) -> None:
         answers = []
         for leaving in req.members:
             code = self._check(leaving.member_id, leaving.group_instance_id, self.generation)
-            if code == ILLEGAL_GENERATION:
+            if code == ErrorCode.ILLEGAL_GENERATION:
                 code = 0
             if not code:
                 self._remove(leaving.member_id, now)
@@ -304,9 +296,9 @@ class FakeCoordinator:
             del self.static[member.instance_id]
         if member.join_ticket is not None:
             self._answer(member.join_ticket, JoinGroupResponse(
-                error_code=UNKNOWN_MEMBER_ID, protocol_name="", leader=""))
+                error_code=ErrorCode.UNKNOWN_MEMBER_ID, protocol_name="", leader=""))
         if member.sync_ticket is not None:
-            self._answer(member.sync_ticket, SyncGroupResponse(error_code=UNKNOWN_MEMBER_ID))
+            self._answer(member.sync_ticket, SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
         if not rebalance:
             return
         if self.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):

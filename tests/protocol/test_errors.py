@@ -227,3 +227,20 @@ def test_errors_cross_a_process_boundary() -> None:
         with pytest.raises(UnknownBrokerError) as info:
             future.result(timeout=60)
         assert info.value.code == 5000
+
+
+def test_error_code_enum_names_every_row_of_the_error_table() -> None:
+    from groupkit.errors import BROKER_ERRORS, ErrorCode
+
+    assert {code: cls.name for code, cls in BROKER_ERRORS.items()} == {
+        int(c): c.name for c in ErrorCode if c is not ErrorCode.NONE}
+
+
+def test_api_key_enum_matches_every_message_class_groupkit_speaks() -> None:
+    from groupkit.errors import ApiKey
+    from groupkit.protocol.registry import REQUESTS
+
+    for key, cls in REQUESTS.items():
+        stem = cls.__name__.removesuffix("Request")
+        words = "".join(f"_{ch}" if ch.isupper() else ch.upper() for ch in stem).lstrip("_")
+        assert ApiKey(key).name == words, cls.__name__

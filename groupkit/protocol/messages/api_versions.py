@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     BOOL,
     INT16,
@@ -19,7 +20,7 @@ from groupkit.protocol.schema import (
 )
 
 
-@message(api_key=18, versions="0-4", flexible="3+")
+@message(api_key=ApiKey.API_VERSIONS, versions="0-4", flexible="3+")
 class ApiVersionsRequest(Request):
     client_software_name: str = f(STRING, versions="3+", default="groupkit", ignorable=True)
     client_software_version: str = f(STRING, versions="3+", default="0", ignorable=True)
@@ -46,7 +47,7 @@ class FinalizedFeatureKey(Struct):
     min_version_level: int = f(INT16)
 
 
-@message(api_key=18, versions="0-4", flexible="3+")
+@message(api_key=ApiKey.API_VERSIONS, versions="0-4", flexible="3+")
 class ApiVersionsResponse(Response):
     error_code: int = f(INT16)
     api_keys: list[ApiVersion] = f(Array(ApiVersion))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import (
     BOOL,
@@ -49,7 +50,7 @@ class CreateTopicsRequestTopic(Struct):
     configs: list[CreateTopicsRequestConfig] = f(Array(CreateTopicsRequestConfig))
 
 
-@message(api_key=19, versions="0-7", flexible="5+")
+@message(api_key=ApiKey.CREATE_TOPICS, versions="0-7", flexible="5+")
 class CreateTopicsRequest(Request):
     topics: list[CreateTopicsRequestTopic] = f(Array(CreateTopicsRequestTopic))
     timeout_ms: int = f(INT32, default=60000)
@@ -80,7 +81,7 @@ class CreateTopicsResponseTopic(Struct):
         ignorable=True)
 
 
-@message(api_key=19, versions="0-7", flexible="5+")
+@message(api_key=ApiKey.CREATE_TOPICS, versions="0-7", flexible="5+")
 class CreateTopicsResponse(Response):
     throttle_time_ms: int = f(INT32, versions="2+", ignorable=True)
     topics: list[CreateTopicsResponseTopic] = f(Array(CreateTopicsResponseTopic))

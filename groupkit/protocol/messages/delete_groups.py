@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     INT16,
     INT32,
@@ -17,7 +18,7 @@ from groupkit.protocol.schema import (
 )
 
 
-@message(api_key=42, versions="0-2", flexible="2+")
+@message(api_key=ApiKey.DELETE_GROUPS, versions="0-2", flexible="2+")
 class DeleteGroupsRequest(Request):
     groups_names: list[str] = f(Array(STRING))
 
@@ -28,7 +29,7 @@ class DeleteGroupsResponseResult(Struct):
     error_code: int = f(INT16)
 
 
-@message(api_key=42, versions="0-2", flexible="2+")
+@message(api_key=ApiKey.DELETE_GROUPS, versions="0-2", flexible="2+")
 class DeleteGroupsResponse(Response):
     throttle_time_ms: int = f(INT32)
     results: list[DeleteGroupsResponseResult] = f(Array(DeleteGroupsResponseResult))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import (
     INT16,
@@ -31,7 +32,7 @@ class DeleteTopicsRequestTopic(Struct):
     topic_id: uuid.UUID = f(UUID, versions="6+", default=NULL_UUID)
 
 
-@message(api_key=20, versions="0-6", flexible="4+")
+@message(api_key=ApiKey.DELETE_TOPICS, versions="0-6", flexible="4+")
 class DeleteTopicsRequest(Request):
     topics: list[DeleteTopicsRequestTopic] = f(Array(DeleteTopicsRequestTopic), versions="6+")
     topic_names: list[str] = f(Array(STRING), versions="0-5", ignorable=True)
@@ -47,7 +48,7 @@ class DeleteTopicsResponseTopic(Struct):
         STRING, versions="5+", nullable="5+", default=None, ignorable=True)
 
 
-@message(api_key=20, versions="0-6", flexible="4+")
+@message(api_key=ApiKey.DELETE_TOPICS, versions="0-6", flexible="4+")
 class DeleteTopicsResponse(Response):
     throttle_time_ms: int = f(INT32, versions="1+", ignorable=True)
     responses: list[DeleteTopicsResponseTopic] = f(Array(DeleteTopicsResponseTopic))

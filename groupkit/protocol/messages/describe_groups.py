@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     BOOL,
     BYTES,
@@ -22,7 +23,7 @@ from groupkit.protocol.schema import (
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-@message(api_key=15, versions="0-5", flexible="5+")
+@message(api_key=ApiKey.DESCRIBE_GROUPS, versions="0-5", flexible="5+")
 class DescribeGroupsRequest(Request):
     groups: list[str] = f(Array(STRING))
     include_authorized_operations: bool = f(BOOL, versions="3+")
@@ -50,7 +51,7 @@ class DescribeGroupsResponseGroup(Struct):
     authorized_operations: int = f(INT32, versions="3+", default=AUTHORIZED_OPERATIONS_OMITTED)
 
 
-@message(api_key=15, versions="0-5", flexible="5+")
+@message(api_key=ApiKey.DESCRIBE_GROUPS, versions="0-5", flexible="5+")
 class DescribeGroupsResponse(Response):
     throttle_time_ms: int = f(INT32, versions="1+", ignorable=True)
     groups: list[DescribeGroupsResponseGroup] = f(Array(DescribeGroupsResponseGroup))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import uuid
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import (
     INT8,
@@ -69,7 +70,7 @@ class FetchRequestForgottenTopic(Struct):
     partitions: list[int] = f(Array(INT32), versions="7+")
 
 
-@message(api_key=1, versions="0-17", flexible="12+")
+@message(api_key=ApiKey.FETCH, versions="0-17", flexible="12+")
 class FetchRequest(Request):
     cluster_id: str | None = f(
         STRING, versions="12+", nullable="12+", default=None, tag=0, ignorable=True)
@@ -147,7 +148,7 @@ class FetchResponseNodeEndpoint(Struct):
     rack: str | None = f(STRING, versions="16+", nullable="16+", default=None)
 
 
-@message(api_key=1, versions="0-17", flexible="12+")
+@message(api_key=ApiKey.FETCH, versions="0-17", flexible="12+")
 class FetchResponse(Response):
     throttle_time_ms: int = f(INT32, versions="1+", ignorable=True)
     error_code: int = f(INT16, versions="7+", ignorable=True)

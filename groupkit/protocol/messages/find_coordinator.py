@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import attrs
 
-from groupkit.errors import FieldVersionError
+from groupkit.errors import ApiKey, FieldVersionError
 from groupkit.protocol.schema import (
     INT8,
     INT16,
@@ -31,7 +31,7 @@ KEY_TYPE_TRANSACTION = 1
 KEY_TYPE_SHARE = 2
 
 
-@message(api_key=10, versions="0-6", flexible="3+")
+@message(api_key=ApiKey.FIND_COORDINATOR, versions="0-6", flexible="3+")
 class FindCoordinatorRequest(Request):
     """Set ``key``, ``coordinator_keys`` or both (naming the same key): like Kafka's request
     builder, encoding moves a single key into the shape the version carries."""
@@ -75,7 +75,7 @@ class FindCoordinatorResponseCoordinator(Struct):
     error_message: str | None = f(STRING, nullable="4+", default="", ignorable=True)
 
 
-@message(api_key=10, versions="0-6", flexible="3+")
+@message(api_key=ApiKey.FIND_COORDINATOR, versions="0-6", flexible="3+")
 class FindCoordinatorResponse(Response):
     throttle_time_ms: int = f(INT32, versions="1+", ignorable=True)
     error_code: int = f(INT16, versions="0-3")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import attrs
 
-from groupkit.errors import FieldVersionError
+from groupkit.errors import ApiKey, FieldVersionError
 from groupkit.protocol.schema import (
     BOOL,
     BYTES,
@@ -35,7 +35,7 @@ class JoinGroupRequestProtocol(Struct):
     metadata: bytes = f(BYTES)
 
 
-@message(api_key=11, versions="0-9", flexible="6+")
+@message(api_key=ApiKey.JOIN_GROUP, versions="0-9", flexible="6+")
 class JoinGroupRequest(Request):
     group_id: str = f(STRING)
     session_timeout_ms: int = f(INT32)
@@ -55,7 +55,7 @@ class JoinGroupResponseMember(Struct):
     metadata: bytes = f(BYTES)
 
 
-@message(api_key=11, versions="0-9", flexible="6+")
+@message(api_key=ApiKey.JOIN_GROUP, versions="0-9", flexible="6+")
 class JoinGroupResponse(Response):
     throttle_time_ms: int = f(INT32, versions="2+", ignorable=True)
     error_code: int = f(INT16)
@@ -80,7 +80,7 @@ class SyncGroupRequestAssignment(Struct):
     assignment: bytes = f(BYTES)
 
 
-@message(api_key=14, versions="0-5", flexible="4+")
+@message(api_key=ApiKey.SYNC_GROUP, versions="0-5", flexible="4+")
 class SyncGroupRequest(Request):
     group_id: str = f(STRING)
     generation_id: int = f(INT32)
@@ -93,7 +93,7 @@ class SyncGroupRequest(Request):
     assignments: list[SyncGroupRequestAssignment] = f(Array(SyncGroupRequestAssignment))
 
 
-@message(api_key=14, versions="0-5", flexible="4+")
+@message(api_key=ApiKey.SYNC_GROUP, versions="0-5", flexible="4+")
 class SyncGroupResponse(Response):
     throttle_time_ms: int = f(INT32, versions="1+", ignorable=True)
     error_code: int = f(INT16)
@@ -109,7 +109,7 @@ pair(SyncGroupRequest, SyncGroupResponse)
 # --- Heartbeat ---------------------------------------------------------------------------------
 
 
-@message(api_key=12, versions="0-4", flexible="4+")
+@message(api_key=ApiKey.HEARTBEAT, versions="0-4", flexible="4+")
 class HeartbeatRequest(Request):
     group_id: str = f(STRING)
     generation_id: int = f(INT32)
@@ -117,7 +117,7 @@ class HeartbeatRequest(Request):
     group_instance_id: str | None = f(STRING, versions="3+", nullable="3+", default=None)
 
 
-@message(api_key=12, versions="0-4", flexible="4+")
+@message(api_key=ApiKey.HEARTBEAT, versions="0-4", flexible="4+")
 class HeartbeatResponse(Response):
     throttle_time_ms: int = f(INT32, versions="1+", ignorable=True)
     error_code: int = f(INT16)
@@ -135,7 +135,7 @@ class LeaveGroupRequestMember(Struct):
     reason: str | None = f(STRING, versions="5+", nullable="5+", default=None, ignorable=True)
 
 
-@message(api_key=13, versions="0-5", flexible="4+")
+@message(api_key=ApiKey.LEAVE_GROUP, versions="0-5", flexible="4+")
 class LeaveGroupRequest(Request):
     """Set ``member_id``, ``members`` or both (naming the same member): like Kafka's request
     builder, encoding moves the one member into the shape the version carries (v0-2 carry only
@@ -178,7 +178,7 @@ class LeaveGroupResponseMember(Struct):
     error_code: int = f(INT16)
 
 
-@message(api_key=13, versions="0-5", flexible="4+")
+@message(api_key=ApiKey.LEAVE_GROUP, versions="0-5", flexible="4+")
 class LeaveGroupResponse(Response):
     throttle_time_ms: int = f(INT32, versions="1+", ignorable=True)
     error_code: int = f(INT16)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     INT16,
     INT32,
@@ -17,7 +18,7 @@ from groupkit.protocol.schema import (
 )
 
 
-@message(api_key=16, versions="0-5", flexible="3+")
+@message(api_key=ApiKey.LIST_GROUPS, versions="0-5", flexible="3+")
 class ListGroupsRequest(Request):
     states_filter: list[str] = f(Array(STRING), versions="4+")
     types_filter: list[str] = f(Array(STRING), versions="5+")
@@ -31,7 +32,7 @@ class ListGroupsResponseGroup(Struct):
     group_type: str = f(STRING, versions="5+", ignorable=True)
 
 
-@message(api_key=16, versions="0-5", flexible="3+")
+@message(api_key=ApiKey.LIST_GROUPS, versions="0-5", flexible="3+")
 class ListGroupsResponse(Response):
     throttle_time_ms: int = f(INT32, versions="1+", ignorable=True)
     error_code: int = f(INT16)

@@ -8,6 +8,7 @@ start, last tiered offset).
 
 from __future__ import annotations
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     INT8,
     INT16,
@@ -44,7 +45,7 @@ class ListOffsetsRequestTopic(Struct):
     partitions: list[ListOffsetsRequestPartition] = f(Array(ListOffsetsRequestPartition))
 
 
-@message(api_key=2, versions="0-9", flexible="6+")
+@message(api_key=ApiKey.LIST_OFFSETS, versions="0-9", flexible="6+")
 class ListOffsetsRequest(Request):
     replica_id: int = f(INT32)
     isolation_level: int = f(INT8, versions="2+")
@@ -67,7 +68,7 @@ class ListOffsetsResponseTopic(Struct):
     partitions: list[ListOffsetsResponsePartition] = f(Array(ListOffsetsResponsePartition))
 
 
-@message(api_key=2, versions="0-9", flexible="6+")
+@message(api_key=ApiKey.LIST_OFFSETS, versions="0-9", flexible="6+")
 class ListOffsetsResponse(Response):
     throttle_time_ms: int = f(INT32, versions="2+", ignorable=True)
     topics: list[ListOffsetsResponseTopic] = f(Array(ListOffsetsResponseTopic))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     BOOL,
     INT16,
@@ -35,7 +36,7 @@ class MetadataRequestTopic(Struct):
     name: str | None = f(STRING, nullable="10+", default="")
 
 
-@message(api_key=3, versions="0-12", flexible="9+")
+@message(api_key=ApiKey.METADATA, versions="0-12", flexible="9+")
 class MetadataRequest(Request):
     topics: list[MetadataRequestTopic] | None = f(
         Array(MetadataRequestTopic), nullable="1+", default=[])
@@ -74,7 +75,7 @@ class MetadataResponseTopic(Struct):
         INT32, versions="8+", default=AUTHORIZED_OPERATIONS_OMITTED)
 
 
-@message(api_key=3, versions="0-12", flexible="9+")
+@message(api_key=ApiKey.METADATA, versions="0-12", flexible="9+")
 class MetadataResponse(Response):
     throttle_time_ms: int = f(INT32, versions="3+", ignorable=True)
     brokers: list[MetadataResponseBroker] = f(Array(MetadataResponseBroker))

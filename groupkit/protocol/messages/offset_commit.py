@@ -7,6 +7,7 @@ v8 is the first flexible version; v9 (KIP-848) is v8 on the wire, for the new gr
 
 from __future__ import annotations
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     INT16,
     INT32,
@@ -38,7 +39,7 @@ class OffsetCommitRequestTopic(Struct):
     partitions: list[OffsetCommitRequestPartition] = f(Array(OffsetCommitRequestPartition))
 
 
-@message(api_key=8, versions="0-9", flexible="8+")
+@message(api_key=ApiKey.OFFSET_COMMIT, versions="0-9", flexible="8+")
 class OffsetCommitRequest(Request):
     group_id: str = f(STRING)
     generation_id_or_member_epoch: int = f(INT32, versions="1+", default=-1, ignorable=True)
@@ -60,7 +61,7 @@ class OffsetCommitResponseTopic(Struct):
     partitions: list[OffsetCommitResponsePartition] = f(Array(OffsetCommitResponsePartition))
 
 
-@message(api_key=8, versions="0-9", flexible="8+")
+@message(api_key=ApiKey.OFFSET_COMMIT, versions="0-9", flexible="8+")
 class OffsetCommitResponse(Response):
     throttle_time_ms: int = f(INT32, versions="3+", ignorable=True)
     topics: list[OffsetCommitResponseTopic] = f(Array(OffsetCommitResponseTopic))

@@ -7,6 +7,7 @@ partition); group-wide problems come back in the top-level error code.
 
 from __future__ import annotations
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     INT16,
     INT32,
@@ -33,7 +34,7 @@ class OffsetDeleteRequestTopic(Struct):
     partitions: list[OffsetDeleteRequestPartition] = f(Array(OffsetDeleteRequestPartition))
 
 
-@message(api_key=47, versions="0", flexible=None)
+@message(api_key=ApiKey.OFFSET_DELETE, versions="0", flexible=None)
 class OffsetDeleteRequest(Request):
     group_id: str = f(STRING)
     topics: list[OffsetDeleteRequestTopic] = f(Array(OffsetDeleteRequestTopic))
@@ -51,7 +52,7 @@ class OffsetDeleteResponseTopic(Struct):
     partitions: list[OffsetDeleteResponsePartition] = f(Array(OffsetDeleteResponsePartition))
 
 
-@message(api_key=47, versions="0", flexible=None)
+@message(api_key=ApiKey.OFFSET_DELETE, versions="0", flexible=None)
 class OffsetDeleteResponse(Response):
     error_code: int = f(INT16)
     throttle_time_ms: int = f(INT32, ignorable=True)

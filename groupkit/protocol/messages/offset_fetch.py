@@ -8,6 +8,7 @@ member id and epoch of each group.
 
 from __future__ import annotations
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     BOOL,
     INT16,
@@ -50,7 +51,7 @@ class OffsetFetchRequestGroup(Struct):
         Array(OffsetFetchRequestTopics), versions="8+", nullable="8+", default=[])
 
 
-@message(api_key=9, versions="0-9", flexible="6+")
+@message(api_key=ApiKey.OFFSET_FETCH, versions="0-9", flexible="6+")
 class OffsetFetchRequest(Request):
     group_id: str = f(STRING, versions="0-7")
     topics: list[OffsetFetchRequestTopic] | None = f(
@@ -106,7 +107,7 @@ class OffsetFetchResponseGroup(Struct):
     error_code: int = f(INT16, versions="8+", default=0)
 
 
-@message(api_key=9, versions="0-9", flexible="6+")
+@message(api_key=ApiKey.OFFSET_FETCH, versions="0-9", flexible="6+")
 class OffsetFetchResponse(Response):
     throttle_time_ms: int = f(INT32, versions="3+", ignorable=True)
     topics: list[OffsetFetchResponseTopic] = f(Array(OffsetFetchResponseTopic), versions="0-7")

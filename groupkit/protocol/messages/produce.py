@@ -8,6 +8,7 @@ v11 may answer TRANSACTION_ABORTABLE (KIP-890). Record sets stay raw bytes (``RE
 
 from __future__ import annotations
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     INT16,
     INT32,
@@ -37,7 +38,7 @@ class ProduceRequestTopic(Struct):
     partition_data: list[ProduceRequestPartition] = f(Array(ProduceRequestPartition))
 
 
-@message(api_key=0, versions="0-11", flexible="9+")
+@message(api_key=ApiKey.PRODUCE, versions="0-11", flexible="9+")
 class ProduceRequest(Request):
     transactional_id: str | None = f(STRING, versions="3+", nullable="3+", default=None)
     acks: int = f(INT16)
@@ -87,7 +88,7 @@ class ProduceResponseNodeEndpoint(Struct):
     rack: str | None = f(STRING, versions="10+", nullable="10+", default=None)
 
 
-@message(api_key=0, versions="0-11", flexible="9+")
+@message(api_key=ApiKey.PRODUCE, versions="0-11", flexible="9+")
 class ProduceResponse(Response):
     responses: list[ProduceResponseTopic] = f(Array(ProduceResponseTopic))
     throttle_time_ms: int = f(INT32, versions="1+", default=0, ignorable=True)

@@ -7,6 +7,7 @@ which the client must re-authenticate; v2 is its first flexible version.
 
 from __future__ import annotations
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     BYTES,
     INT16,
@@ -21,12 +22,12 @@ from groupkit.protocol.schema import (
 )
 
 
-@message(api_key=17, versions="0-1", flexible=None)
+@message(api_key=ApiKey.SASL_HANDSHAKE, versions="0-1", flexible=None)
 class SaslHandshakeRequest(Request):
     mechanism: str = f(STRING)
 
 
-@message(api_key=17, versions="0-1", flexible=None)
+@message(api_key=ApiKey.SASL_HANDSHAKE, versions="0-1", flexible=None)
 class SaslHandshakeResponse(Response):
     error_code: int = f(INT16)
     mechanisms: list[str] = f(Array(STRING))
@@ -35,12 +36,12 @@ class SaslHandshakeResponse(Response):
 pair(SaslHandshakeRequest, SaslHandshakeResponse)
 
 
-@message(api_key=36, versions="0-2", flexible="2+")
+@message(api_key=ApiKey.SASL_AUTHENTICATE, versions="0-2", flexible="2+")
 class SaslAuthenticateRequest(Request):
     auth_bytes: bytes = f(BYTES)
 
 
-@message(api_key=36, versions="0-2", flexible="2+")
+@message(api_key=ApiKey.SASL_AUTHENTICATE, versions="0-2", flexible="2+")
 class SaslAuthenticateResponse(Response):
     error_code: int = f(INT16)
     error_message: str | None = f(STRING, nullable="0+", default="")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from groupkit.errors.codes import ApiKey, ErrorCode
+
 
 class GroupkitError(Exception):
     """Base of every groupkit exception. ``retriable`` says whether trying again may succeed."""
@@ -132,17 +134,18 @@ def _class_name(kafka_name: str) -> str:
     return "".join(part.capitalize() for part in stem.split("_")) + "Error"
 
 
-def _code(code: int, name: str, retriable: bool, description: str, hint: str,
+def _code(code: ErrorCode, retriable: bool, description: str, hint: str,
           base: type[GroupkitError] | None = None) -> type[BrokerError]:
     """Make and register the BrokerError subclass of one error code (one row of the table)."""
+    name, number = code.name, int(code)
     bases: tuple[type, ...] = (BrokerError,) if base is None else (BrokerError, base)
     cls = type(_class_name(name), bases, {
         "__module__": __name__,
-        "__doc__": f"{name} ({code}): {description} {hint}",
-        "code": code, "name": name, "retriable": retriable,
+        "__doc__": f"{name} ({number}): {description} {hint}",
+        "code": number, "name": name, "retriable": retriable,
         "description": description, "hint": hint,
     })
-    _BY_CODE[code] = cls
+    _BY_CODE[number] = cls
     return cls
 
 
@@ -164,101 +167,101 @@ _STREAMS = "An error of Kafka Streams groups (KIP-1071), which groupkit does not
 
 
 UnknownServerError = _code(
-    -1, "UNKNOWN_SERVER_ERROR", False, "The broker hit an unexpected error handling the request.",
+    ErrorCode.UNKNOWN_SERVER_ERROR, False, "The broker hit an unexpected error handling the request.",
     "Check the broker logs at this time; retrying may or may not help.")
 OffsetOutOfRangeError = _code(
-    1, "OFFSET_OUT_OF_RANGE", False, "The offset is outside the range the broker holds.",
+    ErrorCode.OFFSET_OUT_OF_RANGE, False, "The offset is outside the range the broker holds.",
     "The position was deleted by retention or never existed: reset it (auto_offset_reset).")
 CorruptMessageError = _code(
-    2, "CORRUPT_MESSAGE", True, "A message failed its CRC, exceeded the size limit or is corrupt.",
+    ErrorCode.CORRUPT_MESSAGE, True, "A message failed its CRC, exceeded the size limit or is corrupt.",
     "Retry the request; if it repeats, the data or the producer is at fault.")
 UnknownTopicOrPartitionError = _code(
-    3, "UNKNOWN_TOPIC_OR_PARTITION", True, "This broker does not host the topic-partition.",
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True, "This broker does not host the topic-partition.",
     "Check the topic exists and is spelled right; " + _METADATA)
 InvalidFetchSizeError = _code(
-    4, "INVALID_FETCH_SIZE", False, "The fetch size is invalid.",
+    ErrorCode.INVALID_FETCH_SIZE, False, "The fetch size is invalid.",
     "Set fetch_max_bytes and max_partition_fetch_bytes to positive values.")
 LeaderNotAvailableError = _code(
-    5, "LEADER_NOT_AVAILABLE", True, "The partition has no leader; an election is under way.",
+    ErrorCode.LEADER_NOT_AVAILABLE, True, "The partition has no leader; an election is under way.",
     _METADATA)
 NotLeaderOrFollowerError = _code(
-    6, "NOT_LEADER_OR_FOLLOWER", True, "This broker is not the leader (or a replica) of the"
+    ErrorCode.NOT_LEADER_OR_FOLLOWER, True, "This broker is not the leader (or a replica) of the"
     " partition.", _METADATA)
 RequestTimedOutError = _code(
-    7, "REQUEST_TIMED_OUT", True, "The broker timed out handling the request.", _RETRY)
+    ErrorCode.REQUEST_TIMED_OUT, True, "The broker timed out handling the request.", _RETRY)
 BrokerNotAvailableError = _code(
-    8, "BROKER_NOT_AVAILABLE", False, "The broker is not available.",
+    ErrorCode.BROKER_NOT_AVAILABLE, False, "The broker is not available.",
     "Check that the broker is running and reachable from this host.")
 ReplicaNotAvailableError = _code(
-    9, "REPLICA_NOT_AVAILABLE", True, "The replica is not available for the partition.", _METADATA)
+    ErrorCode.REPLICA_NOT_AVAILABLE, True, "The replica is not available for the partition.", _METADATA)
 MessageTooLargeError = _code(
-    10, "MESSAGE_TOO_LARGE", False, "A message is larger than the broker accepts.",
+    ErrorCode.MESSAGE_TOO_LARGE, False, "A message is larger than the broker accepts.",
     "Send smaller messages or raise the broker's message.max.bytes.")
 StaleControllerEpochError = _code(
-    11, "STALE_CONTROLLER_EPOCH", False, "The controller moved to another broker.", _INTERNAL)
+    ErrorCode.STALE_CONTROLLER_EPOCH, False, "The controller moved to another broker.", _INTERNAL)
 OffsetMetadataTooLargeError = _code(
-    12, "OFFSET_METADATA_TOO_LARGE", False, "The metadata string of an offset commit is too large.",
+    ErrorCode.OFFSET_METADATA_TOO_LARGE, False, "The metadata string of an offset commit is too large.",
     "Commit shorter metadata or raise the broker's offset.metadata.max.bytes.")
 NetworkError = _code(
-    13, "NETWORK_EXCEPTION", True, "The broker disconnected before it answered.", _RETRY)
+    ErrorCode.NETWORK_EXCEPTION, True, "The broker disconnected before it answered.", _RETRY)
 CoordinatorLoadInProgressError = _code(
-    14, "COORDINATOR_LOAD_IN_PROGRESS", True, "The coordinator is still loading the group's state.",
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, True, "The coordinator is still loading the group's state.",
     "groupkit retries after a backoff; loading finishes on its own.")
 CoordinatorNotAvailableError = _code(
-    15, "COORDINATOR_NOT_AVAILABLE", True, "The coordinator is not available.",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE, True, "The coordinator is not available.",
     _COORDINATOR + " If it persists, check the __consumer_offsets topic.")
 NotCoordinatorError = _code(
-    16, "NOT_COORDINATOR", True, "This broker is not the coordinator of the group.", _COORDINATOR)
+    ErrorCode.NOT_COORDINATOR, True, "This broker is not the coordinator of the group.", _COORDINATOR)
 InvalidTopicError = _code(
-    17, "INVALID_TOPIC_EXCEPTION", False, "The topic name is invalid or the topic is internal.",
+    ErrorCode.INVALID_TOPIC_EXCEPTION, False, "The topic name is invalid or the topic is internal.",
     "Use a legal topic name (letters, digits, '.', '_', '-'; at most 249 characters).")
 RecordListTooLargeError = _code(
-    18, "RECORD_LIST_TOO_LARGE", False, "A record batch is larger than the segment size.",
+    ErrorCode.RECORD_LIST_TOO_LARGE, False, "A record batch is larger than the segment size.",
     "Send smaller batches or raise the topic's segment.bytes.")
 NotEnoughReplicasError = _code(
-    19, "NOT_ENOUGH_REPLICAS", True, "Fewer in-sync replicas than min.insync.replicas.", _RETRY)
+    ErrorCode.NOT_ENOUGH_REPLICAS, True, "Fewer in-sync replicas than min.insync.replicas.", _RETRY)
 NotEnoughReplicasAfterAppendError = _code(
-    20, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", True, "Written, but to fewer in-sync replicas than"
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, True, "Written, but to fewer in-sync replicas than"
     " required.", _RETRY)
 InvalidRequiredAcksError = _code(
-    21, "INVALID_REQUIRED_ACKS", False, "The produce request's acks value is invalid.",
+    ErrorCode.INVALID_REQUIRED_ACKS, False, "The produce request's acks value is invalid.",
     "Use acks 0, 1 or -1 (all).")
 IllegalGenerationError = _code(
-    22, "ILLEGAL_GENERATION", False, "The generation id is not the group's current one.",
+    ErrorCode.ILLEGAL_GENERATION, False, "The generation id is not the group's current one.",
     "The group rebalanced without this member: groupkit rejoins; commit again after the rejoin.")
 InconsistentGroupProtocolError = _code(
-    23, "INCONSISTENT_GROUP_PROTOCOL", False, "The member's protocols do not match the group's.",
+    ErrorCode.INCONSISTENT_GROUP_PROTOCOL, False, "The member's protocols do not match the group's.",
     "Give every member of the group a common assignor (and protocol type 'consumer').")
 InvalidGroupIdError = _code(
-    24, "INVALID_GROUP_ID", False, "The group id is invalid.", "Set a non-empty group_id.")
+    ErrorCode.INVALID_GROUP_ID, False, "The group id is invalid.", "Set a non-empty group_id.")
 UnknownMemberIdError = _code(
-    25, "UNKNOWN_MEMBER_ID", False, "The coordinator does not know this member id.",
+    ErrorCode.UNKNOWN_MEMBER_ID, False, "The coordinator does not know this member id.",
     "The session expired or the member was removed: groupkit rejoins with an empty member id.")
 InvalidSessionTimeoutError = _code(
-    26, "INVALID_SESSION_TIMEOUT", False, "The session timeout is outside the broker's range.",
+    ErrorCode.INVALID_SESSION_TIMEOUT, False, "The session timeout is outside the broker's range.",
     "Set session_timeout_ms between the broker's group.min.session.timeout.ms and"
     " group.max.session.timeout.ms.")
 RebalanceInProgressError = _code(
-    27, "REBALANCE_IN_PROGRESS", False, "The group is rebalancing.",
+    ErrorCode.REBALANCE_IN_PROGRESS, False, "The group is rebalancing.",
     "groupkit rejoins the group; offsets committed meanwhile may be refused and must wait.")
 InvalidCommitOffsetSizeError = _code(
-    28, "INVALID_COMMIT_OFFSET_SIZE", False, "The offset commit's data size is invalid.",
+    ErrorCode.INVALID_COMMIT_OFFSET_SIZE, False, "The offset commit's data size is invalid.",
     "Commit fewer partitions or shorter metadata per request.")
 TopicAuthorizationFailedError = _code(
-    29, "TOPIC_AUTHORIZATION_FAILED", False, "Not authorized to access the topic.", _ACL)
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED, False, "Not authorized to access the topic.", _ACL)
 GroupAuthorizationFailedError = _code(
-    30, "GROUP_AUTHORIZATION_FAILED", False, "Not authorized to access the group.", _ACL)
+    ErrorCode.GROUP_AUTHORIZATION_FAILED, False, "Not authorized to access the group.", _ACL)
 ClusterAuthorizationFailedError = _code(
-    31, "CLUSTER_AUTHORIZATION_FAILED", False, "Not authorized for this cluster operation.", _ACL)
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED, False, "Not authorized for this cluster operation.", _ACL)
 InvalidTimestampError = _code(
-    32, "INVALID_TIMESTAMP", False, "A message timestamp is outside the accepted range.",
+    ErrorCode.INVALID_TIMESTAMP, False, "A message timestamp is outside the accepted range.",
     "Check the producer's clock and the topic's message.timestamp.*.ms settings.")
 UnsupportedSaslMechanismError = _code(
-    33, "UNSUPPORTED_SASL_MECHANISM", False, "The broker does not offer this SASL mechanism.",
+    ErrorCode.UNSUPPORTED_SASL_MECHANISM, False, "The broker does not offer this SASL mechanism.",
     "Set sasl_mechanism to one the listener enables (sasl.enabled.mechanisms).",
     base=AuthenticationError)
 IllegalSaslStateError = _code(
-    34, "ILLEGAL_SASL_STATE", False, "The request is not valid in the current SASL state.",
+    ErrorCode.ILLEGAL_SASL_STATE, False, "The request is not valid in the current SASL state.",
     "Reconnect; the SASL handshake and authenticate steps ran out of order.",
     base=AuthenticationError)
 
@@ -270,7 +273,7 @@ class UnsupportedVersionError(BrokerError):
     message schema finds no usable version.
     """
 
-    code = 35
+    code = int(ErrorCode.UNSUPPORTED_VERSION)
     name = "UNSUPPORTED_VERSION"
     retriable = False
     description = "The API version is not supported."
@@ -281,258 +284,258 @@ class UnsupportedVersionError(BrokerError):
 _BY_CODE[35] = UnsupportedVersionError
 
 TopicAlreadyExistsError = _code(
-    36, "TOPIC_ALREADY_EXISTS", False, "A topic with this name already exists.",
+    ErrorCode.TOPIC_ALREADY_EXISTS, False, "A topic with this name already exists.",
     "Use the existing topic or choose another name.")
 InvalidPartitionsError = _code(
-    37, "INVALID_PARTITIONS", False, "The number of partitions is invalid.",
+    ErrorCode.INVALID_PARTITIONS, False, "The number of partitions is invalid.",
     "Ask for at least one partition (and no fewer than the topic has).")
 InvalidReplicationFactorError = _code(
-    38, "INVALID_REPLICATION_FACTOR", False, "The replication factor is invalid.",
+    ErrorCode.INVALID_REPLICATION_FACTOR, False, "The replication factor is invalid.",
     "Use a replication factor between 1 and the number of brokers.")
 InvalidReplicaAssignmentError = _code(
-    39, "INVALID_REPLICA_ASSIGNMENT", False, "The replica assignment is invalid.", _ADMIN)
+    ErrorCode.INVALID_REPLICA_ASSIGNMENT, False, "The replica assignment is invalid.", _ADMIN)
 InvalidConfigError = _code(
-    40, "INVALID_CONFIG", False, "A configuration value is invalid.", _ADMIN)
+    ErrorCode.INVALID_CONFIG, False, "A configuration value is invalid.", _ADMIN)
 NotControllerError = _code(
-    41, "NOT_CONTROLLER", True, "This broker is not the controller.", _METADATA)
+    ErrorCode.NOT_CONTROLLER, True, "This broker is not the controller.", _METADATA)
 InvalidRequestError = _code(
-    42, "INVALID_REQUEST", False, "The broker found the request malformed or inapplicable.",
+    ErrorCode.INVALID_REQUEST, False, "The broker found the request malformed or inapplicable.",
     "Check the broker logs; report a groupkit bug if groupkit built the request.")
 UnsupportedForMessageFormatError = _code(
-    43, "UNSUPPORTED_FOR_MESSAGE_FORMAT", False, "The broker's message format does not support"
+    ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT, False, "The broker's message format does not support"
     " the request.", "Upgrade the topic's message format (message.format.version).")
 PolicyViolationError = _code(
-    44, "POLICY_VIOLATION", False, "The request breaks a policy configured on the broker.", _ADMIN)
+    ErrorCode.POLICY_VIOLATION, False, "The request breaks a policy configured on the broker.", _ADMIN)
 OutOfOrderSequenceNumberError = _code(
-    45, "OUT_OF_ORDER_SEQUENCE_NUMBER", False, "The broker got an out-of-order sequence number.",
+    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, False, "The broker got an out-of-order sequence number.",
     _PRODUCER)
 DuplicateSequenceNumberError = _code(
-    46, "DUPLICATE_SEQUENCE_NUMBER", False, "The broker got a duplicate sequence number.",
+    ErrorCode.DUPLICATE_SEQUENCE_NUMBER, False, "The broker got a duplicate sequence number.",
     _PRODUCER)
 InvalidProducerEpochError = _code(
-    47, "INVALID_PRODUCER_EPOCH", False, "The producer's epoch is old.", _PRODUCER)
+    ErrorCode.INVALID_PRODUCER_EPOCH, False, "The producer's epoch is old.", _PRODUCER)
 InvalidTxnStateError = _code(
-    48, "INVALID_TXN_STATE", False, "The transactional operation is invalid in this state.",
+    ErrorCode.INVALID_TXN_STATE, False, "The transactional operation is invalid in this state.",
     _PRODUCER)
 InvalidProducerIdMappingError = _code(
-    49, "INVALID_PRODUCER_ID_MAPPING", False, "The producer id is not assigned to this"
+    ErrorCode.INVALID_PRODUCER_ID_MAPPING, False, "The producer id is not assigned to this"
     " transactional id.", _PRODUCER)
 InvalidTransactionTimeoutError = _code(
-    50, "INVALID_TRANSACTION_TIMEOUT", False, "The transaction timeout exceeds the broker's"
+    ErrorCode.INVALID_TRANSACTION_TIMEOUT, False, "The transaction timeout exceeds the broker's"
     " transaction.max.timeout.ms.", _PRODUCER)
 ConcurrentTransactionsError = _code(
-    51, "CONCURRENT_TRANSACTIONS", True, "Another operation on the same transaction is ongoing.",
+    ErrorCode.CONCURRENT_TRANSACTIONS, True, "Another operation on the same transaction is ongoing.",
     _RETRY)
 TransactionCoordinatorFencedError = _code(
-    52, "TRANSACTION_COORDINATOR_FENCED", False, "The transaction coordinator is no longer"
+    ErrorCode.TRANSACTION_COORDINATOR_FENCED, False, "The transaction coordinator is no longer"
     " current.", _INTERNAL)
 TransactionalIdAuthorizationFailedError = _code(
-    53, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", False, "Not authorized for the transactional id.",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, False, "Not authorized for the transactional id.",
     _ACL)
 SecurityDisabledError = _code(
-    54, "SECURITY_DISABLED", False, "Security features are disabled on the broker.",
+    ErrorCode.SECURITY_DISABLED, False, "Security features are disabled on the broker.",
     "Enable an authorizer on the broker, or do not send security requests.")
 OperationNotAttemptedError = _code(
-    55, "OPERATION_NOT_ATTEMPTED", False, "The broker skipped this operation because another in"
+    ErrorCode.OPERATION_NOT_ATTEMPTED, False, "The broker skipped this operation because another in"
     " the same request failed.", "Fix the failed operation and send again.")
 KafkaStorageError = _code(
-    56, "KAFKA_STORAGE_ERROR", True, "The broker hit a disk error reading or writing the log.",
+    ErrorCode.KAFKA_STORAGE_ERROR, True, "The broker hit a disk error reading or writing the log.",
     _METADATA)
 LogDirNotFoundError = _code(
-    57, "LOG_DIR_NOT_FOUND", False, "The log directory is not in the broker's config.", _ADMIN)
+    ErrorCode.LOG_DIR_NOT_FOUND, False, "The log directory is not in the broker's config.", _ADMIN)
 SaslAuthenticationFailedError = _code(
-    58, "SASL_AUTHENTICATION_FAILED", False, "SASL authentication failed.",
+    ErrorCode.SASL_AUTHENTICATION_FAILED, False, "SASL authentication failed.",
     "Check the username, password and mechanism for this listener.", base=AuthenticationError)
 UnknownProducerIdError = _code(
-    59, "UNKNOWN_PRODUCER_ID", False, "The broker has no state for the producer id.", _PRODUCER)
+    ErrorCode.UNKNOWN_PRODUCER_ID, False, "The broker has no state for the producer id.", _PRODUCER)
 ReassignmentInProgressError = _code(
-    60, "REASSIGNMENT_IN_PROGRESS", False, "A partition reassignment is in progress.",
+    ErrorCode.REASSIGNMENT_IN_PROGRESS, False, "A partition reassignment is in progress.",
     "Wait for the reassignment to finish, then try again.")
 DelegationTokenAuthDisabledError = _code(
-    61, "DELEGATION_TOKEN_AUTH_DISABLED", False, "Delegation tokens are not enabled.", _TOKEN)
+    ErrorCode.DELEGATION_TOKEN_AUTH_DISABLED, False, "Delegation tokens are not enabled.", _TOKEN)
 DelegationTokenNotFoundError = _code(
-    62, "DELEGATION_TOKEN_NOT_FOUND", False, "The delegation token does not exist.", _TOKEN)
+    ErrorCode.DELEGATION_TOKEN_NOT_FOUND, False, "The delegation token does not exist.", _TOKEN)
 DelegationTokenOwnerMismatchError = _code(
-    63, "DELEGATION_TOKEN_OWNER_MISMATCH", False, "The principal does not own or renew the token.",
+    ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH, False, "The principal does not own or renew the token.",
     _TOKEN)
 DelegationTokenRequestNotAllowedError = _code(
-    64, "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", False, "Token requests are not allowed on this"
+    ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, False, "Token requests are not allowed on this"
     " channel.", _TOKEN)
 DelegationTokenAuthorizationFailedError = _code(
-    65, "DELEGATION_TOKEN_AUTHORIZATION_FAILED", False, "Not authorized for the delegation token.",
+    ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED, False, "Not authorized for the delegation token.",
     _ACL)
 DelegationTokenExpiredError = _code(
-    66, "DELEGATION_TOKEN_EXPIRED", False, "The delegation token has expired.", _TOKEN)
+    ErrorCode.DELEGATION_TOKEN_EXPIRED, False, "The delegation token has expired.", _TOKEN)
 InvalidPrincipalTypeError = _code(
-    67, "INVALID_PRINCIPAL_TYPE", False, "The principal type is not supported.", _ADMIN)
+    ErrorCode.INVALID_PRINCIPAL_TYPE, False, "The principal type is not supported.", _ADMIN)
 NonEmptyGroupError = _code(
-    68, "NON_EMPTY_GROUP", False, "The group still has members.",
+    ErrorCode.NON_EMPTY_GROUP, False, "The group still has members.",
     "Stop the group's consumers before deleting it.")
 GroupIdNotFoundError = _code(
-    69, "GROUP_ID_NOT_FOUND", False, "The group does not exist.", "Check the group id.")
+    ErrorCode.GROUP_ID_NOT_FOUND, False, "The group does not exist.", "Check the group id.")
 FetchSessionIdNotFoundError = _code(
-    70, "FETCH_SESSION_ID_NOT_FOUND", True, "The fetch session was not found.",
+    ErrorCode.FETCH_SESSION_ID_NOT_FOUND, True, "The fetch session was not found.",
     "groupkit starts a new fetch session and retries.")
 InvalidFetchSessionEpochError = _code(
-    71, "INVALID_FETCH_SESSION_EPOCH", True, "The fetch session epoch is invalid.",
+    ErrorCode.INVALID_FETCH_SESSION_EPOCH, True, "The fetch session epoch is invalid.",
     "groupkit starts a new fetch session and retries.")
 ListenerNotFoundError = _code(
-    72, "LISTENER_NOT_FOUND", True, "The leader has no listener matching the one used here.",
+    ErrorCode.LISTENER_NOT_FOUND, True, "The leader has no listener matching the one used here.",
     _METADATA + " Also check that every broker defines the same listeners.")
 TopicDeletionDisabledError = _code(
-    73, "TOPIC_DELETION_DISABLED", False, "Topic deletion is disabled.",
+    ErrorCode.TOPIC_DELETION_DISABLED, False, "Topic deletion is disabled.",
     "Enable delete.topic.enable on the brokers to delete topics.")
 FencedLeaderEpochError = _code(
-    74, "FENCED_LEADER_EPOCH", True, "The request's leader epoch is older than the broker's.",
+    ErrorCode.FENCED_LEADER_EPOCH, True, "The request's leader epoch is older than the broker's.",
     _METADATA)
 UnknownLeaderEpochError = _code(
-    75, "UNKNOWN_LEADER_EPOCH", True, "The request's leader epoch is newer than the broker's.",
+    ErrorCode.UNKNOWN_LEADER_EPOCH, True, "The request's leader epoch is newer than the broker's.",
     _METADATA)
 UnsupportedCompressionTypeError = _code(
-    76, "UNSUPPORTED_COMPRESSION_TYPE", False, "The client cannot read the partition's"
+    ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, False, "The client cannot read the partition's"
     " compression type at this API version.", "Upgrade the client or change the topic's"
     " compression.type.")
 StaleBrokerEpochError = _code(
-    77, "STALE_BROKER_EPOCH", False, "The broker epoch has changed.", _INTERNAL)
+    ErrorCode.STALE_BROKER_EPOCH, False, "The broker epoch has changed.", _INTERNAL)
 OffsetNotAvailableError = _code(
-    78, "OFFSET_NOT_AVAILABLE", True, "The leader's high watermark has not caught up after an"
+    ErrorCode.OFFSET_NOT_AVAILABLE, True, "The leader's high watermark has not caught up after an"
     " election.", _RETRY)
 MemberIdRequiredError = _code(
-    79, "MEMBER_ID_REQUIRED", False, "A new member must rejoin with the member id it was given.",
+    ErrorCode.MEMBER_ID_REQUIRED, False, "A new member must rejoin with the member id it was given.",
     "groupkit rejoins at once with the member id from the response; no action needed.")
 PreferredLeaderNotAvailableError = _code(
-    80, "PREFERRED_LEADER_NOT_AVAILABLE", True, "The preferred leader is not available.",
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, True, "The preferred leader is not available.",
     _METADATA)
 GroupMaxSizeReachedError = _code(
-    81, "GROUP_MAX_SIZE_REACHED", False, "The group has reached its maximum size.",
+    ErrorCode.GROUP_MAX_SIZE_REACHED, False, "The group has reached its maximum size.",
     "Run fewer consumers in the group or raise the broker's group.max.size.")
 FencedInstanceIdError = _code(
-    82, "FENCED_INSTANCE_ID", False, "Another member registered with the same group.instance.id.",
+    ErrorCode.FENCED_INSTANCE_ID, False, "Another member registered with the same group.instance.id.",
     "Give every static member a unique group_instance_id; this member must stop.")
 EligibleLeadersNotAvailableError = _code(
-    83, "ELIGIBLE_LEADERS_NOT_AVAILABLE", True, "No eligible leader is available for the"
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, True, "No eligible leader is available for the"
     " partition.", _METADATA)
 ElectionNotNeededError = _code(
-    84, "ELECTION_NOT_NEEDED", True, "The partition does not need a leader election.", _METADATA)
+    ErrorCode.ELECTION_NOT_NEEDED, True, "The partition does not need a leader election.", _METADATA)
 NoReassignmentInProgressError = _code(
-    85, "NO_REASSIGNMENT_IN_PROGRESS", False, "No partition reassignment is in progress.", _ADMIN)
+    ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, False, "No partition reassignment is in progress.", _ADMIN)
 GroupSubscribedToTopicError = _code(
-    86, "GROUP_SUBSCRIBED_TO_TOPIC", False, "The group is subscribed to the topic whose offsets"
+    ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, False, "The group is subscribed to the topic whose offsets"
     " would be deleted.", "Stop the group's subscription to the topic first.")
 InvalidRecordError = _code(
-    87, "INVALID_RECORD", False, "The broker rejected a record that failed validation.",
+    ErrorCode.INVALID_RECORD, False, "The broker rejected a record that failed validation.",
     "Fix the record (for example a null key on a compacted topic).")
 UnstableOffsetCommitError = _code(
-    88, "UNSTABLE_OFFSET_COMMIT", True, "Offsets of an open transaction are pending.",
+    ErrorCode.UNSTABLE_OFFSET_COMMIT, True, "Offsets of an open transaction are pending.",
     "groupkit retries the offset fetch after a backoff until the transaction completes.")
 ThrottlingQuotaExceededError = _code(
-    89, "THROTTLING_QUOTA_EXCEEDED", True, "The throttling quota was exceeded.", _RETRY)
+    ErrorCode.THROTTLING_QUOTA_EXCEEDED, True, "The throttling quota was exceeded.", _RETRY)
 ProducerFencedError = _code(
-    90, "PRODUCER_FENCED", False, "A newer producer with the same transactional id fenced this one.",
+    ErrorCode.PRODUCER_FENCED, False, "A newer producer with the same transactional id fenced this one.",
     _PRODUCER)
 ResourceNotFoundError = _code(
-    91, "RESOURCE_NOT_FOUND", False, "The request refers to a resource that does not exist.",
+    ErrorCode.RESOURCE_NOT_FOUND, False, "The request refers to a resource that does not exist.",
     _ADMIN)
 DuplicateResourceError = _code(
-    92, "DUPLICATE_RESOURCE", False, "The request names the same resource twice.", _ADMIN)
+    ErrorCode.DUPLICATE_RESOURCE, False, "The request names the same resource twice.", _ADMIN)
 UnacceptableCredentialError = _code(
-    93, "UNACCEPTABLE_CREDENTIAL", False, "The credential does not meet the broker's criteria.",
+    ErrorCode.UNACCEPTABLE_CREDENTIAL, False, "The credential does not meet the broker's criteria.",
     _ADMIN)
 InconsistentVoterSetError = _code(
-    94, "INCONSISTENT_VOTER_SET", False, "A voter-only request came from or went to a non-voter.",
+    ErrorCode.INCONSISTENT_VOTER_SET, False, "A voter-only request came from or went to a non-voter.",
     _INTERNAL)
 InvalidUpdateVersionError = _code(
-    95, "INVALID_UPDATE_VERSION", False, "The update version is invalid.", _ADMIN)
+    ErrorCode.INVALID_UPDATE_VERSION, False, "The update version is invalid.", _ADMIN)
 FeatureUpdateFailedError = _code(
-    96, "FEATURE_UPDATE_FAILED", False, "Finalized features could not be updated.", _ADMIN)
+    ErrorCode.FEATURE_UPDATE_FAILED, False, "Finalized features could not be updated.", _ADMIN)
 PrincipalDeserializationFailureError = _code(
-    97, "PRINCIPAL_DESERIALIZATION_FAILURE", False, "A forwarded request's principal could not be"
+    ErrorCode.PRINCIPAL_DESERIALIZATION_FAILURE, False, "A forwarded request's principal could not be"
     " read.", _INTERNAL)
 SnapshotNotFoundError = _code(
-    98, "SNAPSHOT_NOT_FOUND", False, "The snapshot was not found.", _INTERNAL)
+    ErrorCode.SNAPSHOT_NOT_FOUND, False, "The snapshot was not found.", _INTERNAL)
 PositionOutOfRangeError = _code(
-    99, "POSITION_OUT_OF_RANGE", False, "The snapshot position is out of range.", _INTERNAL)
+    ErrorCode.POSITION_OUT_OF_RANGE, False, "The snapshot position is out of range.", _INTERNAL)
 UnknownTopicIdError = _code(
-    100, "UNKNOWN_TOPIC_ID", True, "This broker does not host the topic id.", _METADATA)
+    ErrorCode.UNKNOWN_TOPIC_ID, True, "This broker does not host the topic id.", _METADATA)
 DuplicateBrokerRegistrationError = _code(
-    101, "DUPLICATE_BROKER_REGISTRATION", False, "The broker id is already in use.", _INTERNAL)
+    ErrorCode.DUPLICATE_BROKER_REGISTRATION, False, "The broker id is already in use.", _INTERNAL)
 BrokerIdNotRegisteredError = _code(
-    102, "BROKER_ID_NOT_REGISTERED", False, "The broker id was not registered.", _INTERNAL)
+    ErrorCode.BROKER_ID_NOT_REGISTERED, False, "The broker id was not registered.", _INTERNAL)
 InconsistentTopicIdError = _code(
-    103, "INCONSISTENT_TOPIC_ID", True, "The log's topic id does not match the request's.",
+    ErrorCode.INCONSISTENT_TOPIC_ID, True, "The log's topic id does not match the request's.",
     _METADATA)
 InconsistentClusterIdError = _code(
-    104, "INCONSISTENT_CLUSTER_ID", False, "The cluster id does not match the server's.",
+    ErrorCode.INCONSISTENT_CLUSTER_ID, False, "The cluster id does not match the server's.",
     _INTERNAL)
 TransactionalIdNotFoundError = _code(
-    105, "TRANSACTIONAL_ID_NOT_FOUND", False, "The transactional id was not found.", _PRODUCER)
+    ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, False, "The transactional id was not found.", _PRODUCER)
 FetchSessionTopicIdError = _code(
-    106, "FETCH_SESSION_TOPIC_ID_ERROR", True, "The fetch session used topic ids inconsistently.",
+    ErrorCode.FETCH_SESSION_TOPIC_ID_ERROR, True, "The fetch session used topic ids inconsistently.",
     "groupkit starts a new fetch session and retries.")
 IneligibleReplicaError = _code(
-    107, "INELIGIBLE_REPLICA", False, "The new ISR has an ineligible replica.", _INTERNAL)
+    ErrorCode.INELIGIBLE_REPLICA, False, "The new ISR has an ineligible replica.", _INTERNAL)
 NewLeaderElectedError = _code(
-    108, "NEW_LEADER_ELECTED", False, "The partition state was updated but the leader changed.",
+    ErrorCode.NEW_LEADER_ELECTED, False, "The partition state was updated but the leader changed.",
     _INTERNAL)
 OffsetMovedToTieredStorageError = _code(
-    109, "OFFSET_MOVED_TO_TIERED_STORAGE", False, "The offset has moved to tiered storage.",
+    ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE, False, "The offset has moved to tiered storage.",
     "Fetch from a broker version that serves tiered storage to this client, or reset the offset.")
 FencedMemberEpochError = _code(
-    110, "FENCED_MEMBER_EPOCH", False, "The coordinator fenced the member epoch.", _NEW_PROTOCOL)
+    ErrorCode.FENCED_MEMBER_EPOCH, False, "The coordinator fenced the member epoch.", _NEW_PROTOCOL)
 UnreleasedInstanceIdError = _code(
-    111, "UNRELEASED_INSTANCE_ID", False, "Another member still holds the instance id.",
+    ErrorCode.UNRELEASED_INSTANCE_ID, False, "Another member still holds the instance id.",
     _NEW_PROTOCOL)
 UnsupportedAssignorError = _code(
-    112, "UNSUPPORTED_ASSIGNOR", False, "The group does not support the assignor.", _NEW_PROTOCOL)
+    ErrorCode.UNSUPPORTED_ASSIGNOR, False, "The group does not support the assignor.", _NEW_PROTOCOL)
 StaleMemberEpochError = _code(
-    113, "STALE_MEMBER_EPOCH", False, "The member epoch is stale.", _NEW_PROTOCOL)
+    ErrorCode.STALE_MEMBER_EPOCH, False, "The member epoch is stale.", _NEW_PROTOCOL)
 MismatchedEndpointTypeError = _code(
-    114, "MISMATCHED_ENDPOINT_TYPE", False, "The request went to an endpoint of the wrong type.",
+    ErrorCode.MISMATCHED_ENDPOINT_TYPE, False, "The request went to an endpoint of the wrong type.",
     "Point bootstrap_servers at broker listeners, not controller listeners.")
 UnsupportedEndpointTypeError = _code(
-    115, "UNSUPPORTED_ENDPOINT_TYPE", False, "This endpoint type is not supported.", _INTERNAL)
+    ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, False, "This endpoint type is not supported.", _INTERNAL)
 UnknownControllerIdError = _code(
-    116, "UNKNOWN_CONTROLLER_ID", False, "The controller id is not known.", _INTERNAL)
+    ErrorCode.UNKNOWN_CONTROLLER_ID, False, "The controller id is not known.", _INTERNAL)
 UnknownSubscriptionIdError = _code(
-    117, "UNKNOWN_SUBSCRIPTION_ID", False, "The telemetry subscription id is invalid or outdated.",
+    ErrorCode.UNKNOWN_SUBSCRIPTION_ID, False, "The telemetry subscription id is invalid or outdated.",
     "Client telemetry (KIP-714) is not used by groupkit; report where the request came from.")
 TelemetryTooLargeError = _code(
-    118, "TELEMETRY_TOO_LARGE", False, "The telemetry push is larger than the broker accepts.",
+    ErrorCode.TELEMETRY_TOO_LARGE, False, "The telemetry push is larger than the broker accepts.",
     "Client telemetry (KIP-714) is not used by groupkit; report where the request came from.")
 InvalidRegistrationError = _code(
-    119, "INVALID_REGISTRATION", False, "The controller found the broker registration invalid.",
+    ErrorCode.INVALID_REGISTRATION, False, "The controller found the broker registration invalid.",
     _INTERNAL)
 TransactionAbortableError = _code(
-    120, "TRANSACTION_ABORTABLE", False, "The transaction failed but can be aborted.", _PRODUCER)
+    ErrorCode.TRANSACTION_ABORTABLE, False, "The transaction failed but can be aborted.", _PRODUCER)
 InvalidRecordStateError = _code(
-    121, "INVALID_RECORD_STATE", False, "The record state is invalid for acknowledgement.", _SHARE)
+    ErrorCode.INVALID_RECORD_STATE, False, "The record state is invalid for acknowledgement.", _SHARE)
 ShareSessionNotFoundError = _code(
-    122, "SHARE_SESSION_NOT_FOUND", True, "The share session was not found.", _SHARE)
+    ErrorCode.SHARE_SESSION_NOT_FOUND, True, "The share session was not found.", _SHARE)
 InvalidShareSessionEpochError = _code(
-    123, "INVALID_SHARE_SESSION_EPOCH", True, "The share session epoch is invalid.", _SHARE)
+    ErrorCode.INVALID_SHARE_SESSION_EPOCH, True, "The share session epoch is invalid.", _SHARE)
 FencedStateEpochError = _code(
-    124, "FENCED_STATE_EPOCH", False, "The share-group state epoch did not match.", _SHARE)
+    ErrorCode.FENCED_STATE_EPOCH, False, "The share-group state epoch did not match.", _SHARE)
 InvalidVoterKeyError = _code(
-    125, "INVALID_VOTER_KEY", False, "The voter key does not match the replica's.", _INTERNAL)
+    ErrorCode.INVALID_VOTER_KEY, False, "The voter key does not match the replica's.", _INTERNAL)
 DuplicateVoterError = _code(
-    126, "DUPLICATE_VOTER", False, "The voter is already in the voter set.", _INTERNAL)
+    ErrorCode.DUPLICATE_VOTER, False, "The voter is already in the voter set.", _INTERNAL)
 VoterNotFoundError = _code(
-    127, "VOTER_NOT_FOUND", False, "The voter is not in the voter set.", _INTERNAL)
+    ErrorCode.VOTER_NOT_FOUND, False, "The voter is not in the voter set.", _INTERNAL)
 InvalidRegularExpressionError = _code(
-    128, "INVALID_REGULAR_EXPRESSION", False, "The subscription regular expression is invalid.",
+    ErrorCode.INVALID_REGULAR_EXPRESSION, False, "The subscription regular expression is invalid.",
     _NEW_PROTOCOL)
 RebootstrapRequiredError = _code(
-    129, "REBOOTSTRAP_REQUIRED", False, "The client's metadata is stale beyond repair.",
+    ErrorCode.REBOOTSTRAP_REQUIRED, False, "The client's metadata is stale beyond repair.",
     "Reconnect through bootstrap_servers and fetch metadata afresh.")
 StreamsInvalidTopologyError = _code(
-    130, "STREAMS_INVALID_TOPOLOGY", False, "The Streams topology is invalid.", _STREAMS)
+    ErrorCode.STREAMS_INVALID_TOPOLOGY, False, "The Streams topology is invalid.", _STREAMS)
 StreamsInvalidTopologyEpochError = _code(
-    131, "STREAMS_INVALID_TOPOLOGY_EPOCH", False, "The Streams topology epoch is invalid.",
+    ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH, False, "The Streams topology epoch is invalid.",
     _STREAMS)
 StreamsTopologyFencedError = _code(
-    132, "STREAMS_TOPOLOGY_FENCED", False, "The Streams topology epoch is outdated.", _STREAMS)
+    ErrorCode.STREAMS_TOPOLOGY_FENCED, False, "The Streams topology epoch is outdated.", _STREAMS)
 ShareSessionLimitReachedError = _code(
-    133, "SHARE_SESSION_LIMIT_REACHED", True, "The broker's share-session limit is reached.",
+    ErrorCode.SHARE_SESSION_LIMIT_REACHED, True, "The broker's share-session limit is reached.",
     _SHARE)
 
 
@@ -583,12 +586,14 @@ def check_error(code: int, message: str | None = None) -> None:
 BROKER_ERRORS: dict[int, type[BrokerError]] = dict(sorted(_BY_CODE.items()))
 
 __all__ = [
+    "ApiKey",
     "AuthenticationError",
     "BROKER_ERRORS",
     "BrokerError",
     "ConfigError",
     "CorruptFrame",
     "CorruptRecordError",
+    "ErrorCode",
     "FieldVersionError",
     "FrameTooLarge",
     "GroupkitError",
