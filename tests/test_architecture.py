@@ -18,9 +18,10 @@ PACKAGES = ("groupkit", "assignors")
 #: Lowest first. A module may import modules of its own area or of a lower layer, never higher.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("groupkit.errors",),
-    ("groupkit.protocol", "groupkit.config", "groupkit.hooks", "groupkit.partitioner"),
+    ("groupkit.protocol", "groupkit.hooks", "groupkit.partitioner"),
     ("assignors",),
     ("groupkit.group",),
+    ("groupkit.config",),
     ("groupkit.runtime", "groupkit.testing", "groupkit.admin_values"),
     ("groupkit.consumer", "groupkit.producer", "groupkit.admin", "groupkit.metrics"),
     ("groupkit.group_consumer",),
