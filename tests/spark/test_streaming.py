@@ -24,8 +24,9 @@ def _stream(spark: Any, servers: str, topic: str, **options: str) -> Any:
     return reader.load()
 
 
-def _run_available_now(df: Any, sink: Path, checkpoint: Path) -> Any:
-    query = (df.selectExpr("partition", "offset", "value").writeStream.format("parquet")
+def _run_available_now(df: Any, sink: Path, checkpoint: Path,
+                       columns: tuple[str, ...] = ("partition", "offset", "value")) -> Any:
+    query = (df.selectExpr(*columns).writeStream.format("parquet")
              .option("path", str(sink)).option("checkpointLocation", str(checkpoint))
              .trigger(availableNow=True).start())
     assert query.awaitTermination(120), "the availableNow run did not finish in 120 s"
@@ -89,3 +90,49 @@ def test_starting_offsets_group_starts_where_the_group_is(
     assert got == [(0, o, f"0-{o}".encode()) for o in range(12, 20)] + \
         [(1, o, f"1-{o}".encode()) for o in range(20)]
     assert _committed(servers, group, topic, 2) == {0: 20, 1: 20}
+
+
+def test_partitions_that_appear_are_read_from_their_earliest_offset(
+        spark: Any, kafka_broker: Any, unique_name: Callable[[str], str], tmp_path: Path) -> None:
+    servers = kafka_broker.bootstrap_servers
+    prefix = unique_name("pat").replace("-", "_")
+    # subscribePattern: a topic created later brings new partitions into the stream.
+    with Admin(bootstrap_servers=servers) as admin:
+        admin.create_topics([f"{prefix}.a"], num_partitions=2)
+    write(servers, f"{prefix}.a", 2, batches=2, per_batch=5)
+    options = {"subscribePattern": rf"{prefix}\..*", "startingOffsets": "earliest"}
+    sink, checkpoint = tmp_path / "sink", tmp_path / "checkpoint"
+    reader = spark.readStream.format("groupkit-kafka").option("kafka.bootstrap.servers", servers)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    _run_available_now(reader.load(), sink, checkpoint, ("topic", "partition", "offset"))
+    with Admin(bootstrap_servers=servers) as admin:
+        admin.create_topics([f"{prefix}.b"], num_partitions=1)
+    write(servers, f"{prefix}.b", 1, batches=3, per_batch=4)
+    _run_available_now(reader.load(), sink, checkpoint, ("topic", "partition", "offset"))
+    rows = spark.read.parquet(str(sink)).groupBy("topic").count().collect()
+    assert {r.topic: r["count"] for r in rows} == {f"{prefix}.a": 20, f"{prefix}.b": 12}
+
+
+def test_a_recreated_topic_is_data_loss_unless_fail_on_data_loss_is_false(
+        spark: Any, kafka_broker: Any, topic_with_batches: Callable[..., str],
+        tmp_path: Path) -> None:
+    servers = kafka_broker.bootstrap_servers
+    topic = topic_with_batches(partitions=1, batches=2, per_batch=10)
+    sink, checkpoint = tmp_path / "sink", tmp_path / "checkpoint"
+    _run_available_now(_stream(spark, servers, topic, startingOffsets="earliest"), sink,
+                       checkpoint)
+    with Admin(bootstrap_servers=servers) as admin:
+        admin.delete_topics([topic])
+        admin.create_topics([topic], num_partitions=1)
+    write(servers, topic, 1, batches=1, per_batch=5)
+    df = _stream(spark, servers, topic, startingOffsets="earliest")
+    query = (df.writeStream.format("parquet").option("path", str(sink))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    with pytest.raises(Exception, match="failOnDataLoss=false"):
+        query.awaitTermination(120)
+    df = _stream(spark, servers, topic, startingOffsets="earliest", failOnDataLoss="false")
+    query = (df.writeStream.format("parquet").option("path", str(sink))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    assert query.awaitTermination(120)
+    assert query.exception() is None
