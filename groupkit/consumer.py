@@ -420,6 +420,11 @@ class Consumer:
         try:
             if self._runner is not None:
                 self._close_group(deadline)
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                # Interrupted (a second Ctrl-C): release the rest without waiting for threads.
+                deadline = time.monotonic()
+            raise
         finally:
             self._closed = True
             if self._runner is not None:

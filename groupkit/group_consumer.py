@@ -30,7 +30,7 @@ __all__ = ["ERROR_POLICIES", "GroupConsumer", "RunSummary"]
 log = logging.getLogger(__name__)
 
 ERROR_POLICIES = ("stop", "skip")
-_OWN_SETTINGS = ("topics", "on_error", "hooks", "metrics_port")
+_OWN_SETTINGS = ("topics", "on_error", "hooks", "metrics_port", "stop_grace_ms")
 _CONSUMER_SETTINGS = tuple(a.name for a in attrs.fields(ConsumerConfig))
 # How long one poll may block: the bound on how late the loop notices stop().
 _POLL_TIMEOUT_S = 0.2
@@ -67,9 +67,13 @@ class GroupConsumer:
     hooks: ClassVar[Sequence[Hook]] = ()
     #: Serve /metrics and /healthz on this port while run() runs (0: a free port); None: off.
     metrics_port: ClassVar[int | None] = None
+    #: After stop(), SIGTERM or SIGINT, run() commits and leaves within this many ms, then
+    #: returns whatever is left undone; a second SIGTERM or SIGINT stops at once.
+    stop_grace_ms: ClassVar[int] = 10_000
 
     def __init__(self, **settings: Any) -> None:
         cls = type(self)
+        _check_class_attributes(cls)
         merged = {name: getattr(cls, name) for name in _CONSUMER_SETTINGS if hasattr(cls, name)}
         merged.update({name: getattr(cls, name) for name in _OWN_SETTINGS})
         for name in settings:
@@ -82,6 +86,7 @@ class GroupConsumer:
         self._on_error = merged.pop("on_error")
         self._hooks = list(merged.pop("hooks"))
         self._metrics_port = _check_port(merged.pop("metrics_port"))
+        self._grace = _check_grace(merged.pop("stop_grace_ms")) / 1000
         if self._on_error not in ERROR_POLICIES:
             raise ConfigError(f"on_error must be 'stop' or 'skip', not {self._on_error!r}")
         if "enable_auto_commit" in merged:
@@ -100,6 +105,9 @@ class GroupConsumer:
         self._commit_interval = self.config.auto_commit_interval_ms / 1000
         self._next_commit = 0.0
         self._stop_requested = False
+        #: When the grace for committing and leaving runs out (set once stopping begins).
+        self._stop_deadline: float | None = None
+        self._commit_failing = False
         self._started = False
         self._next_offsets: dict[TopicPartition, int] = {}
         self._committed: dict[TopicPartition, int] = {}
@@ -168,8 +176,18 @@ class GroupConsumer:
                                      health=self._health)
 
     def stop(self) -> None:
-        """Ask ``run()`` to commit, leave the group and return; safe from any thread or signal."""
+        """Ask ``run()`` to commit, leave the group and return within ``stop_grace_ms``; safe
+        from any thread or signal."""
+        if self._stop_deadline is None:
+            self._stop_deadline = time.monotonic() + self._grace
         self._stop_requested = True
+
+    def _grace_left(self) -> float:
+        """Seconds left to commit and leave: what remains of the grace once stopping began
+        (a failed run() stops too, so its grace starts when it ends)."""
+        if self._stop_deadline is None:
+            self._stop_deadline = time.monotonic() + self._grace
+        return max(0.0, self._stop_deadline - time.monotonic())
 
     def run(self) -> RunSummary:
         """Consume until ``stop()``, SIGTERM or SIGINT, then commit, leave and return a summary."""
@@ -188,8 +206,9 @@ class GroupConsumer:
                         lost=self._partitions_lost))
                     self._loop(consumer)
                 finally:
-                    # close() revokes what is held: on_revoked runs, then the worker commits.
-                    consumer.close()
+                    # close() revokes what is held: on_revoked runs, then the worker commits,
+                    # all within the grace (as Java's KafkaConsumer.close(timeout) bounds it).
+                    consumer.close(self._grace_left())
         finally:
             if self._metrics_server is not None:
                 self._metrics_server.close()
@@ -271,7 +290,7 @@ class GroupConsumer:
         if not due:
             return
         try:
-            consumer.commit(due)
+            consumer.commit(due, self._commit_timeout())
         except CommitFailedError as exc:
             # Refused because the group is rebalancing: the offsets stay due and go out with the
             # next commit; only partitions that move away (and are forgotten) are re-delivered.
@@ -279,10 +298,18 @@ class GroupConsumer:
                      len(due), exc)
             return
         except GroupkitError as exc:
-            log.warning("%s could not commit %d partition(s) (%s); the records processed since"
-                        " the last commit will be delivered again", type(self).__name__,
-                        len(due), exc)
+            # Once per outage, not once per attempt: the offsets stay due and every later
+            # commit tries them again.
+            if not self._commit_failing:
+                log.warning("%s could not commit %d partition(s) (%s); they stay due and the"
+                            " next commit retries them (records processed since the last"
+                            " commit are delivered again if this member stops or loses the"
+                            " partitions first)", type(self).__name__, len(due), exc)
+            self._commit_failing = True
             return
+        if self._commit_failing:
+            log.info("%s committed again after failed attempts", type(self).__name__)
+            self._commit_failing = False
         self._committed.update(due)
         self._commits += 1
 
@@ -304,6 +331,14 @@ class GroupConsumer:
         self.on_lost(set(partitions))
         self._forget(partitions)
 
+    def _commit_timeout(self) -> float:
+        """A commit never outlasts the grace: one in flight when stop() comes ends within it,
+        so run() still returns in time (a failed commit stays due for the next one)."""
+        timeout = self.config.default_api_timeout_ms / 1000
+        if self._stop_requested:
+            return min(timeout, self._grace_left())
+        return min(timeout, self._grace) if self._grace > 0 else timeout
+
     def _forget(self, partitions: set[TopicPartition]) -> None:
         for tp in partitions:
             self._next_offsets.pop(tp, None)
@@ -323,7 +358,19 @@ class GroupConsumer:
                 signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
     def _on_signal(self, signum: int, frame: object) -> None:
-        self.stop()
+        if not self._stop_requested:
+            log.info("%s got %s: committing and leaving the group within %.1f s (send it again"
+                     " to stop at once)", type(self).__name__, signal.Signals(signum).name,
+                     self._grace)
+            self.stop()
+            return
+        # A second signal during the grace: stop now, as Python programs do on Ctrl-C.
+        log.warning("%s got a second %s: stopping without waiting to commit or leave",
+                    type(self).__name__, signal.Signals(signum).name)
+        self._stop_deadline = time.monotonic()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
 
 
 @attrs.frozen
@@ -355,6 +402,31 @@ def _check_port(port: Any) -> int | None:
         raise ConfigError(f"metrics_port must be a port number 0-65535 (0: any free port) or"
                           f" None (off), not {port!r}")
     return port
+
+
+def _check_grace(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"stop_grace_ms must be a whole number of milliseconds >= 0, not"
+                          f" {value!r}")
+    return value
+
+
+def _check_class_attributes(cls: type) -> None:
+    """A subclass attribute that is not a setting but is spelled like one (``sesion_timeout_ms``)
+    would be ignored silently: raise ConfigError naming the setting it resembles."""
+    known = _CONSUMER_SETTINGS + _OWN_SETTINGS
+    for klass in cls.__mro__:
+        if klass is GroupConsumer or not issubclass(klass, GroupConsumer):
+            continue
+        for name, value in vars(klass).items():
+            if name.startswith("_") or name in known or callable(value) \
+                    or isinstance(value, (property, classmethod, staticmethod)):
+                continue
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+            if close:
+                raise ConfigError(
+                    f"{klass.__name__}.{name} is not a setting, so it would be ignored; did you"
+                    f" mean {close[0]!r}?")
 
 
 def _check_topics(topics: Any) -> tuple[str, ...]:

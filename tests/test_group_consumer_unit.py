@@ -64,10 +64,10 @@ class ScriptedConsumer:
             return []
         return step
 
-    def commit(self, offsets: dict[TopicPartition, int]) -> None:
+    def commit(self, offsets: dict[TopicPartition, int], timeout: float | None = None) -> None:
         self.log.append(("commit", dict(offsets)))
 
-    def close(self) -> None:
+    def close(self, timeout: float = 30.0) -> None:
         self.listener.on_partitions_revoked(self.held)
         self.held = set()
         self.closed = True
@@ -289,3 +289,65 @@ def test_a_signal_stops_run_and_the_old_handler_comes_back(play, signum: int) ->
     assert summary.records_processed == 1
     assert commits() == [{TP0: 1}]
     assert signal.getsignal(signum) is before
+
+
+@pytest.mark.parametrize("signum, raised", [(signal.SIGINT, KeyboardInterrupt),
+                                            (signal.SIGTERM, SystemExit)])
+def test_a_second_signal_during_the_grace_stops_at_once(play, signum: int,
+                                                        raised: type[BaseException]) -> None:
+    before = signal.getsignal(signum)
+    worker = Recorder()
+    twice = [lambda: os.kill(os.getpid(), signum), lambda: os.kill(os.getpid(), signum)]
+
+    class Stuck(ScriptedConsumer):
+        def close(self, timeout: float = 30.0) -> None:
+            # A close that would hang (e.g. on a dead coordinator) until the second signal.
+            self.log.append(("close", timeout))
+            twice.pop()()
+            raise AssertionError("the second signal did not stop the close")
+
+    play(BOTH, [rec(TP0, 0)], twice.pop(), [])
+    module.Consumer = Stuck  # type: ignore[misc]  # monkeypatch restores it
+    with pytest.raises(raised):
+        worker.run()
+    assert Stuck.last is not None and Stuck.last.log[-1][0] == "close"
+    assert 0 < Stuck.last.log[-1][1] <= worker.stop_grace_ms / 1000
+    assert signal.getsignal(signum) is before
+
+
+def test_close_gets_what_is_left_of_the_stop_grace(play) -> None:
+    worker = Recorder(stop_grace_ms=2500)
+    seen: list[float] = []
+
+    class Timed(ScriptedConsumer):
+        def close(self, timeout: float = 30.0) -> None:
+            seen.append(timeout)
+            super().close()
+
+    play(BOTH, worker.stop, [])
+    module.Consumer = Timed  # type: ignore[misc]
+    worker.run()
+    assert len(seen) == 1 and 2.0 < seen[0] <= 2.5
+
+
+@pytest.mark.parametrize("grace", [-1, 1.5, "10s", True])
+def test_stop_grace_must_be_whole_milliseconds(grace: Any) -> None:
+    with pytest.raises(ConfigError, match="stop_grace_ms"):
+        Recorder(stop_grace_ms=grace)
+
+
+def test_a_misspelled_setting_as_class_attribute_is_refused_at_construction() -> None:
+    class Typo(Recorder):
+        sesion_timeout_ms = 10_000
+
+    with pytest.raises(ConfigError, match=r"Typo.sesion_timeout_ms .*did you mean"
+                                          r" 'session_timeout_ms'"):
+        Typo()
+
+
+def test_a_class_attribute_unlike_any_setting_is_the_subclass_own() -> None:
+    class Own(Recorder):
+        output_path = "/tmp/out"
+        retries_seen = 0
+
+    assert Own().output_path == "/tmp/out"

@@ -198,9 +198,11 @@ class GroupRunner:
         """Leave the group and stop the thread; True when done within ``timeout`` seconds."""
         if self._thread is None:
             return True
+        deadline = time.monotonic() + timeout
         self._post(lambda now: self.machine.leave(now, reason))
         done = self._finished.wait(timeout)
-        self.stop(max(0.0, timeout))
+        # One timeout for both: the thread may be stuck connecting (it is a daemon).
+        self.stop(max(0.0, deadline - time.monotonic()))
         return done
 
     def stop(self, timeout: float = 5.0) -> None:
