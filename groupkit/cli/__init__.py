@@ -35,8 +35,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     if hasattr(args, "debug"):
-        logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING,
+        # The client's own warnings (a closed connection, a retry) end in the one error line
+        # this command prints; they show with --debug. The CLI's warnings always show.
+        logging.basicConfig(level=logging.DEBUG if debug else logging.ERROR,
                             format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        if not debug:
+            logging.getLogger("groupkit.cli").setLevel(logging.WARNING)
     try:
         status: int = args.func(args)
     except KeyboardInterrupt:

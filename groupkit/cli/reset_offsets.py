@@ -5,7 +5,9 @@ A dry run (the default) prints the plan; ``--execute`` commits it; ``--export`` 
 (``topic,partition,offset``) that ``--from-file`` reads back. The group must have no active
 members (state Empty or Dead), as Kafka requires. Every new offset is clamped into the
 partition's range [earliest, log end], as Java's tool does; a timestamp with no record at or
-after it moves the partition to its log end, also as Java does.
+after it moves the partition to its log end, also as Java does (both with a note on stderr).
+Like Java's OffsetsUtils, --to-current falls back to the log end where nothing is committed and
+--shift-by refuses such partitions.
 """
 
 from __future__ import annotations
@@ -139,9 +141,22 @@ def plan_reset(admin: Admin, args: argparse.Namespace, partitions: Sequence[Topi
         # 0.6 answers offset 0 with timestamp -1. Either way the partition goes to its end.
         found = {tp: (o.offset if o.offset >= 0 and o.timestamp >= 0 else None) for tp, o in
                  admin.list_offsets({tp: max(0, millis) for tp in partitions}).items()}
-    return [PlannedOffset(tp, committed.get(tp), _clamp(
-        _target(args, tp, committed, earliest, latest, found, from_file), earliest[tp],
-        latest[tp])) for tp in partitions]
+    plan = []
+    for tp in partitions:
+        wanted = _target(args, tp, committed, earliest, latest, found, from_file)
+        new = _clamp(wanted, earliest[tp], latest[tp])
+        if tp in found and found[tp] is None:
+            _note(f"{tp.topic}-{tp.partition} has no record at or after that time; its log"
+                  f" end {latest[tp]} is used")
+        elif new != wanted:
+            _note(f"offset {wanted} is outside {tp.topic}-{tp.partition}'s range"
+                  f" [{earliest[tp]}, {latest[tp]}]; {new} is used")
+        plan.append(PlannedOffset(tp, committed.get(tp), new))
+    return plan
+
+
+def _note(text: str) -> None:
+    print(f"groupkit: note: {text}", file=sys.stderr)
 
 
 def _target(args: argparse.Namespace, tp: TopicPartition, committed: Mapping[TopicPartition, int],

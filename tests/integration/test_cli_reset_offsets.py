@@ -123,8 +123,10 @@ def test_a_dry_run_changes_nothing_and_its_export_is_what_from_file_applies(
     assert committed_by_peer(bootstrap, group, written.topic, 3) == {0: 35, 1: 10, 2: None}
     plan = tmp_path / "plan.csv"
     plan.write_text(csv_text + f"{written.topic},2,10000\n")  # out of range: clamped
-    cli_json(capsys, "groups", "reset-offsets", group, "--from-file", str(plan), "--execute",
-             "--bootstrap-server", bootstrap)
+    status, _, err = run_cli(capsys, "groups", "reset-offsets", group, "--from-file",
+                             str(plan), "--execute", "--bootstrap-server", bootstrap)
+    assert status == 0 and "Dry run" not in err
+    assert f"offset 10000 is outside {written.topic}-2's range [0, 9]; 9 is used" in err
     assert committed_by_peer(bootstrap, group, written.topic, 3) == {0: 45, 1: 45, 2: 9}
 
 
