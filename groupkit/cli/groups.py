@@ -16,6 +16,7 @@ from groupkit.cli.common import (
     OK,
     CommandError,
     Refused,
+    UsageError,
     connection_options,
     console,
     open_admin,
@@ -24,6 +25,10 @@ from groupkit.cli.common import (
     table,
     topic_partitions,
 )
+
+#: The states a consumer group can be in (classic protocol, then KIP-848's), as Java names them.
+GROUP_STATES = ("Stable", "Empty", "PreparingRebalance", "CompletingRebalance", "Dead",
+                "Assigning", "Reconciling")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,6 +70,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def list_groups(args: argparse.Namespace) -> int:
     """Print the groups (with their state, described where ListGroups does not give it)."""
     wanted = {s.strip().casefold() for arg in args.state for s in arg.split(",") if s.strip()}
+    unknown = wanted - {s.casefold() for s in GROUP_STATES}
+    if unknown:
+        raise UsageError(f"--state takes {', '.join(GROUP_STATES)}, not"
+                         f" {', '.join(sorted(unknown))}")
     with open_admin(args) as admin:
         listings = admin.list_groups()
         # ListGroups gives no state before v4 (and "Unknown" on some brokers): describe those.

@@ -8,7 +8,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from groupkit.cli.common import OK, UsageError, console, open_admin, print_json, table
+from groupkit.cli.common import (
+    OK,
+    CommandError,
+    UsageError,
+    console,
+    open_admin,
+    print_json,
+    table,
+)
 from groupkit.cli.group_view import OFFSET_HEADERS, GroupView, gather
 
 if TYPE_CHECKING:
@@ -41,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
     with open_admin(args) as admin:
         if args.watch is None:
             [view] = gather(admin, [args.group])
+            if not view.exists:
+                raise CommandError(f"group {args.group!r} does not exist (no members, no"
+                                   " committed offsets); check the name with"
+                                   " 'groupkit groups list'")
             if args.output == "json":
                 print_json({"group": args.group, "total_lag": view.total_lag,
                             "offsets": [r.to_json() for r in view.offsets]})

@@ -78,6 +78,9 @@ def test_list_filters_by_the_state_the_group_is_really_in(bootstrap, unique_name
     assert group in {g["group"] for g in stable}
     assert all(g["state"] == "Stable" for g in stable)
     assert group not in {g["group"] for g in empty}
+    status, _, err = run_cli(capsys, "groups", "list", "--state", "Sleeping",
+                             "--bootstrap-server", bootstrap)
+    assert status == 2 and "--state takes Stable, Empty" in err
 
 
 def test_describe_of_a_group_nobody_knows_prints_it_and_says_so(bootstrap, unique_name,
