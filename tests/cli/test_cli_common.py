@@ -182,3 +182,51 @@ def test_offsets_json_and_table_use_null_and_dash_for_unknown(capsys) -> None:
                            "CONSUMER-ID", "HOST", "CLIENT-ID"), [row.cells()]))
     lines = capsys.readouterr().out.splitlines()
     assert lines[-1].split() == ["orders", "0", "-", "12", "-", "-", "-", "-"]
+
+
+class _Cluster:
+    """What gather() asks of an Admin, answered from fixed values."""
+
+    def __init__(self, description: GroupDescription, committed: dict, ends: dict) -> None:
+        self.description, self.committed, self.ends = description, committed, ends
+        self.asked_ends: list[TopicPartition] = []
+
+    def describe_groups(self, ids):
+        return {g: self.description for g in ids}
+
+    def list_group_offsets(self, group_id):
+        from groupkit.admin_values import CommittedOffset
+
+        return {tp: CommittedOffset(o) for tp, o in self.committed.items()}
+
+    def log_end_offsets(self, partitions):
+        self.asked_ends = list(partitions)
+        return {tp: self.ends[tp] for tp in partitions}
+
+
+def test_owners_come_from_decoded_assignments_and_uncommitted_partitions_show_dashes() -> None:
+    from groupkit.cli.group_view import gather
+
+    members, expected = _captured_members()
+    owned = {TopicPartition(t, p): m for m in members for t, p in expected[m.member_id]}
+    first, *rest = sorted(owned)
+    assert rest
+    stray = TopicPartition("old-topic", 0)
+    committed = {first: 1, stray: 4}
+    ends = {tp: 10 for tp in owned} | {stray: 9}
+    cluster = _Cluster(GroupDescription("g", "Stable", "consumer", "range", tuple(members)),
+                       committed, ends)
+    [view] = gather(cluster, ["g"])  # type: ignore[arg-type]
+    rows = {TopicPartition(r.topic, r.partition): r for r in view.offsets}
+    assert set(rows) == set(owned) | {stray}
+    assert sorted(cluster.asked_ends) == sorted(rows)
+    assert (rows[first].current_offset, rows[first].lag) == (1, 9)
+    assert rows[first].member is owned[first]
+    for tp in rest:
+        assert (rows[tp].current_offset, rows[tp].log_end_offset, rows[tp].lag) == (None, 10,
+                                                                                    None)
+        assert rows[tp].to_json()["member_id"] == owned[tp].member_id
+    assert rows[stray].member is None and rows[stray].lag == 5
+    assert view.total_lag == 9 + 5
+    assert [(r.topic, r.partition) for r in view.offsets] == sorted(
+        (tp.topic, tp.partition) for tp in rows)
