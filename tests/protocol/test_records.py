@@ -25,7 +25,7 @@ from groupkit.protocol.records import (
     filter_aborted,
 )
 
-pytestmark = pytest.mark.usefixtures("record_reader")
+pytestmark = pytest.mark.usefixtures("record_loops")
 
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
 LEGACY_CODECS = [None, "gzip", "snappy", "lz4"]

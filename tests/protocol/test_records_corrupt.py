@@ -27,7 +27,7 @@ from groupkit.protocol.records import (
     encode_message_set,
 )
 
-pytestmark = pytest.mark.usefixtures("record_reader")
+pytestmark = pytest.mark.usefixtures("record_loops")
 
 ROWS = [(b"k%d" % i, b"value-%d" % i * 3, [("h", b"x"), ("n", None)], 1000 + i)
         for i in range(4)]

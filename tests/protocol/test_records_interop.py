@@ -32,7 +32,7 @@ from groupkit.protocol.records import (
     encode_rows,
 )
 
-pytestmark = pytest.mark.usefixtures("record_reader")
+pytestmark = pytest.mark.usefixtures("record_loops")
 
 CODEC_IDS = {None: 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 CODECS = list(CODEC_IDS)

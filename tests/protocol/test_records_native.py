@@ -1,8 +1,9 @@
-"""The C record loop against the pure-Python one: same records, same errors, on every input.
+"""The C record loops against the pure-Python ones: same records, same bytes, same errors.
 
-The other record tests run once per reader (the ``record_reader`` fixture); these compare the
-two directly, on a corpus of batches (every codec, headers, nulls, long varints, log-append
-time, control batches, offsets past int64) and on the mutation fuzz of test_records_corrupt.
+The other record tests run once per implementation (the ``record_loops`` fixture); these
+compare the two directly: reading a corpus of batches (every codec, headers, nulls, long
+varints, log-append time, control batches, offsets past int64) and the mutation fuzz of
+test_records_corrupt, and writing random rows.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from groupkit.protocol.records import (
     TIMESTAMP_LOG_APPEND,
     Record,
     batch_read,
+    batch_write,
     decode_batches,
     decode_records,
     encode_batch,
@@ -49,6 +51,7 @@ def test_native_extension_is_built() -> None:
 
 @contextlib.contextmanager
 def reader(which: str) -> Iterator[None]:
+    """Read with the C loop or the Python one (writing stays as it is)."""
     chosen = batch_read._read_records_native if which == "c" else batch_read._read_records
     saved = batch_read._reader
     batch_read._reader = chosen
@@ -174,3 +177,30 @@ def test_a_record_type_without_slots_for_its_fields_is_a_type_error() -> None:
     assert native.module is not None
     with pytest.raises(TypeError, match="slot"):
         native.module.read_records(b"", 0, 0, 0, 0, 0, 0, 0, [], dict, None, None, False)
+
+
+field = st.none() | st.binary(max_size=40) | st.binary(min_size=100, max_size=300)
+header = st.tuples(st.text(max_size=12), st.none() | st.binary(max_size=200))
+row = st.tuples(field, field, st.none() | st.lists(header, max_size=3),
+                st.integers(min_value=-2**40, max_value=2**45))
+
+
+@needs_native
+@given(rows=st.lists(row, min_size=1, max_size=25),
+       gaps=st.lists(st.integers(min_value=0, max_value=70_000), min_size=25, max_size=25),
+       numbered=st.booleans())
+def test_both_writers_write_the_same_bytes(rows: list[tuple], gaps: list[int],
+                                           numbered: bool) -> None:
+    deltas = [sum(gaps[:i + 1]) for i in range(len(rows))] if numbered else None
+    base_ts = rows[0][3]
+    assert (batch_write._records_native(rows, deltas, base_ts)
+            == batch_write._records(rows, deltas, base_ts))
+
+
+@needs_native
+def test_the_c_writer_refuses_what_is_not_bytes_like_python() -> None:
+    for bad in [("k", b"v", None, 0), (None, 5, None, 0), (None, b"v", [("h", "s")], 0)]:
+        with pytest.raises(TypeError):
+            batch_write._records_native([bad], None, 0)
+        with pytest.raises(TypeError):
+            batch_write._records([bad], None, 0)

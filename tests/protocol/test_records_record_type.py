@@ -14,7 +14,7 @@ from groupkit.protocol.records import (
     encode_message_set,
 )
 
-pytestmark = pytest.mark.usefixtures("record_reader")
+pytestmark = pytest.mark.usefixtures("record_loops")
 
 
 @attrs.frozen

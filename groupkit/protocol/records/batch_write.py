@@ -1,7 +1,8 @@
 """Writing record batches (magic 2): the producer's hot path.
 
 One encoder serves :func:`encode_batch` (any input, every option) and :func:`encode_rows` (the
-producer's rows as they are).
+producer's rows as they are). The record loop runs in C (groupkit/protocol/_native.c) when the
+extension is built; the Python loop here is the reference and fallback, writing the same bytes.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from crc32c import crc32c
 
 from groupkit.errors import ConfigError
+from groupkit.protocol import native
 from groupkit.protocol.compression import codec_id, compress
 from groupkit.protocol.records.layout import _LOG_OVERHEAD, _V2, _V2_CRC_FROM
 from groupkit.protocol.records.values import (
@@ -64,8 +66,10 @@ def _headers(headers: Sequence[Header]) -> bytes:
     return b"".join(parts)
 
 
-def _records(rows: Iterable[Row], deltas: Iterable[int], base_ts: int) -> tuple[bytes, int]:
-    """The uncompressed records of a batch at these offset deltas, and their largest timestamp.
+def _records(rows: Sequence[Row], deltas: Sequence[int] | None,
+             base_ts: int) -> tuple[bytes, int]:
+    """The uncompressed records of a batch at these offset deltas (None: 0, 1, 2, ...), and
+    their largest timestamp.
 
     The producer's hot path, so it looks small varints up in a table, writes the common record
     (null key, no headers) without calls, and joins every part once at the end.
@@ -73,6 +77,8 @@ def _records(rows: Iterable[Row], deltas: Iterable[int], base_ts: int) -> tuple[
     zz, small, zigzag = _VARINT, _SMALL, _zigzag
     null, no_headers, attributes = _NULL, _NO_HEADERS, _RECORD_ATTRIBUTES
     max_ts = base_ts
+    if deltas is None:
+        deltas = range(len(rows))
     parts: list[bytes] = []
     extend = parts.extend
     for delta, (key, value, headers, ts) in zip(deltas, rows, strict=True):
@@ -106,13 +112,24 @@ def _records(rows: Iterable[Row], deltas: Iterable[int], base_ts: int) -> tuple[
     return b"".join(parts), max_ts
 
 
-def _batch(rows: Sequence[Row], deltas: Iterable[int], last_delta: int, codec: int,
+def _records_native(rows: Sequence[Row], deltas: Sequence[int] | None,
+                    base_ts: int) -> tuple[bytes, int]:
+    """:func:`_records` in C (groupkit/protocol/_native.c)."""
+    assert native.module is not None
+    return native.module.write_records(rows, deltas, base_ts)
+
+
+#: The record loop in use: C when the extension is built (tests swap it to compare the two).
+_writer = _records_native if native.available else _records
+
+
+def _batch(rows: Sequence[Row], deltas: Sequence[int] | None, last_delta: int, codec: int,
            attributes: int, base_offset: int = 0, producer_id: int = -1,
            producer_epoch: int = -1, base_sequence: int = -1,
            partition_leader_epoch: int = -1) -> bytes:
     """A whole v2 batch: header, records (compressed with ``codec``) and its CRC-32C."""
     base_ts = rows[0][3]
-    body, max_ts = _records(rows, deltas, base_ts)
+    body, max_ts = _writer(rows, deltas, base_ts)
     if codec:
         body = compress(codec, body)
     batch = bytearray(_V2.pack(
@@ -133,7 +150,7 @@ def encode_rows(rows: Sequence[Row], *, compression: str | None = None) -> bytes
     if not rows:
         raise ConfigError("a record batch needs at least one record; pass a non-empty list")
     codec = codec_id(compression)
-    return _batch(rows, range(len(rows)), len(rows) - 1, codec, codec)
+    return _batch(rows, None, len(rows) - 1, codec, codec)
 
 
 def _normalise(records: Iterable[RecordInput], base_offset: int,
