@@ -48,8 +48,17 @@ from groupkit.protocol.records import Record, decode_batches, filter_aborted
 from groupkit.runtime.cluster import FETCH, Cluster
 from groupkit.runtime.gc_pause import gc_paused
 from groupkit.runtime.offsets import OffsetStore
+from groupkit.runtime.partition_state import (
+    FAILED_STATES,
+    PartitionEvent,
+    PartitionState,
+    next_state,
+)
 
 log = logging.getLogger(__name__)
+
+S = PartitionState
+E = PartitionEvent
 
 #: The first Fetch version that names topics by id.
 _TOPIC_IDS = 13
@@ -86,16 +95,21 @@ class _Chunk:
 
 @attrs.define
 class _Partition:
-    """One assigned partition; guarded by the fetcher's lock."""
+    """One assigned partition; guarded by the fetcher's lock.
+
+    ``state`` changes only through ``go`` (the table in ``partition_state``); ``paused`` is
+    the application's wish, ``retry_at`` a back-off timer, ``error`` what ``take`` raises in
+    the failed states.
+    """
 
     tp: TopicPartition
+    state: PartitionState = S.AWAIT_POSITION
     position: int | None = None
     fetch_offset: int | None = None
     epoch: int = 0
     paused: bool = False
+    #: The reset strategy of the next lookup (None: the committed offset first).
     reset: str | None = None
-    initializing: bool = False
-    in_flight: bool = False
     retry_at: float = 0.0
     error: GroupkitError | None = None
     high_watermark: int = -1
@@ -109,6 +123,10 @@ class _Partition:
     taken: int = 0
     taken_bytes: int = 0
     last_timestamp: int = -1
+
+    def go(self, event: PartitionEvent) -> None:
+        """Move to where ``event`` leads from the current state."""
+        self.state = next_state(self.state, event)
 
     @property
     def caught_up(self) -> bool:
@@ -192,6 +210,7 @@ class Fetcher:
             part.reset = reset
             self._changed.add(tp)
             part.error = None
+            part.go(E.RESET_REQUESTED if offset is None else E.SEEKED)
             self._cond.notify_all()
 
     def position(self, tp: TopicPartition, timeout: float) -> int | None:
@@ -239,7 +258,7 @@ class Fetcher:
     def ready(self) -> bool:
         """Whether ``take`` would return records or raise an error now."""
         with self._cond:
-            return any(p.error is not None or (p.chunks and not p.paused)
+            return any(p.state in FAILED_STATES or (p.chunks and not p.paused)
                        for p in self._parts.values())
 
     def take(self, max_records: int) -> list[ConsumerRecord]:
@@ -254,8 +273,9 @@ class Fetcher:
         mark = self.config.max_partition_fetch_bytes
         with self._cond:
             for part in self._parts.values():
-                if part.error is not None and not part.chunks:
+                if part.error is not None and part.state in FAILED_STATES and not part.chunks:
                     error, part.error = part.error, None
+                    part.go(E.ERROR_RAISED)
                     raise error
             ready = [p for p in self._parts.values() if p.chunks and not p.paused]
             refetch = False
@@ -325,7 +345,7 @@ class Fetcher:
     def _drop(self, part: _Partition) -> None:
         """Forget buffered and in-flight data of ``part`` (seek, pause, revoke)."""
         part.epoch += 1
-        part.in_flight = False
+        part.go(E.DROPPED)
         self._buffered -= part.buffered
         part.buffered = 0
         part.chunks.clear()
@@ -378,9 +398,8 @@ class Fetcher:
         now = time.monotonic()
         out = []
         for tp, part in self._parts.items():
-            if part.position is None and part.error is None and not part.initializing \
-                    and part.retry_at <= now:
-                part.initializing = True
+            if part.state is S.AWAIT_POSITION and part.retry_at <= now:
+                part.go(E.LOOKUP_STARTED)
                 out.append((tp, part.epoch, part.reset))
         return out
 
@@ -402,11 +421,10 @@ class Fetcher:
         plan: dict[int, list[TopicPartition]] = collections.defaultdict(list)
         draining: set[int] = set()
         for tp, part in self._parts.items():
-            if part.fetch_offset is None or part.paused or part.error is not None \
-                    or part.retry_at > now:
+            if part.state not in (S.READY, S.FETCHING) or part.paused or part.retry_at > now:
                 continue
             leader = metadata.leader_for(tp.topic, tp.partition)
-            if part.in_flight:
+            if part.state is S.FETCHING:
                 if leader is not None and leader not in self._busy_nodes:
                     draining.add(leader)
                 continue
@@ -443,19 +461,19 @@ class Fetcher:
         with self._cond:
             for tp, epoch, _ in todo:
                 part = self._parts.get(tp)
-                if part is None or part.epoch != epoch:
-                    if part is not None:
-                        part.initializing = False
-                    continue
-                part.initializing = False
+                if part is None or part.epoch != epoch or part.state is not S.LOOKING_UP:
+                    continue  # a seek, pause or revoke abandoned this lookup
                 if tp in found:
                     part.position = part.fetch_offset = found[tp]
                     part.reset = None
                     self._changed.add(tp)
+                    part.go(E.POSITION_FOUND)
                 elif error is not None:
                     part.error = error
+                    part.go(E.NO_OFFSET_FOUND)
                 else:
                     part.retry_at = backoff
+                    part.go(E.LOOKUP_FAILED)
             self._cond.notify_all()
         if error is not None:
             self._wake()
@@ -490,9 +508,9 @@ class Fetcher:
         with self._cond:
             for tp in tps:
                 part = self._parts.get(tp)
-                if part is None or part.fetch_offset is None or part.in_flight:
+                if part is None or part.state is not S.READY or part.fetch_offset is None:
                     continue
-                part.in_flight = True
+                part.go(E.FETCH_SENT)
                 offsets[tp] = (part.fetch_offset, part.epoch)
                 by_topic[tp.topic].append(FetchRequestPartition(
                     partition=tp.partition, fetch_offset=part.fetch_offset,
@@ -561,65 +579,88 @@ class Fetcher:
 
         Returns (records, bytes, whether an error now waits for the application).
         """
+        error, chunk = self._read(tp, offset, answer)
+        with self._cond:
+            part = self._parts.get(tp)
+            if part is None or part.epoch != epoch or part.fetch_offset != offset \
+                    or part.state is not S.FETCHING:
+                return 0, 0, False
+            self._note_log_end(part, answer)
+            code = answer.error_code
+            if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                self._out_of_range(part, offset)
+            elif error is not None:
+                part.error = error
+                part.go(E.FETCH_FAILED)
+            else:
+                part.go(E.FETCH_ANSWERED)
+                if code:
+                    part.retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
+                elif chunk is not None and chunk.next_offset > offset:
+                    self._store(part, offset, chunk)
+                    return len(chunk.records), chunk.size, False
+            return 0, 0, part.state in FAILED_STATES
+
+    def _read(self, tp: TopicPartition, offset: int,
+              answer: Any) -> tuple[GroupkitError | None, _Chunk | None]:
+        """Outside the lock: the error for the application (a code retrying cannot fix, or
+        records that cannot be decoded), else the decoded records, if any."""
         code = answer.error_code
-        data = answer.records or b""
-        error: GroupkitError | None = None
-        chunk: _Chunk | None = None
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             log.info("%s-%d: offset %d is out of range", tp.topic, tp.partition, offset)
         elif code:
             self.cluster.observe_code(code)
             exc = error_for_code(code)(f"Fetch of {tp.topic}-{tp.partition}")
-            if not exc.retriable:
-                error = exc
-        elif data:
+            return (None if exc.retriable else exc), None
+        elif answer.records:
             try:
-                chunk = self._decode(tp, offset, data, answer.aborted_transactions)
+                return None, self._decode(tp, offset, answer.records,
+                                          answer.aborted_transactions)
             except GroupkitError as exc:
-                error = exc
-        with self._cond:
-            part = self._parts.get(tp)
-            if part is None or part.epoch != epoch or part.fetch_offset != offset:
-                return 0, 0, False
-            part.in_flight = False
-            log_end = part.log_end
-            part.high_watermark = answer.high_watermark
-            part.log_end = answer.high_watermark
-            if self.config.isolation_level == "read_committed" \
-                    and answer.last_stable_offset >= 0:
-                part.log_end = answer.last_stable_offset
-            if part.log_end != log_end:
-                self._changed.add(tp)
-            if code == ErrorCode.OFFSET_OUT_OF_RANGE and part.position != offset:
-                # Asked ahead of records still buffered: decide once the application has
-                # them (the Java client also resets only at its position).
-                part.retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
-            elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                if self.config.auto_offset_reset == "none":
-                    part.error = NoOffsetForPartitionError(
-                        f"offset {offset} of {tp.topic}-{tp.partition} is out of range and"
-                        " auto_offset_reset is 'none'; seek() to a valid offset")
-                else:
-                    part.position = part.fetch_offset = None
-                    part.reset = self.config.auto_offset_reset
-                self._cond.notify_all()
-            elif code and error is None:
-                part.retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
-            elif error is not None:
-                part.error = error
-            elif chunk is not None and chunk.next_offset > offset:
-                part.fetch_offset = chunk.next_offset
-                if part.position == offset and not chunk.records:
-                    part.position = chunk.next_offset
-                    self._changed.add(tp)
-                else:
-                    # Behind buffered records, an answer of only control or aborted records
-                    # still moves the position once the application reaches it.
-                    part.chunks.append(chunk)
-                    part.buffered += chunk.size
-                    self._buffered += chunk.size
-                return len(chunk.records), chunk.size, False
-            return 0, 0, part.error is not None
+                return exc, None
+        return None, None
+
+    def _note_log_end(self, part: _Partition, answer: Any) -> None:
+        """Keep the answer's high watermark and (read_committed) last stable offset."""
+        log_end = part.log_end
+        part.high_watermark = answer.high_watermark
+        part.log_end = answer.high_watermark
+        if self.config.isolation_level == "read_committed" and answer.last_stable_offset >= 0:
+            part.log_end = answer.last_stable_offset
+        if part.log_end != log_end:
+            self._changed.add(part.tp)
+
+    def _out_of_range(self, part: _Partition, offset: int) -> None:
+        tp = part.tp
+        if part.position != offset:
+            # Asked ahead of records still buffered: decide once the application has them
+            # (the Java client also resets only at its position).
+            part.go(E.FETCH_ANSWERED)
+            part.retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
+            return
+        if self.config.auto_offset_reset == "none":
+            part.error = NoOffsetForPartitionError(
+                f"offset {offset} of {tp.topic}-{tp.partition} is out of range and"
+                " auto_offset_reset is 'none'; seek() to a valid offset")
+            part.go(E.FETCH_FAILED)
+        else:
+            part.position = part.fetch_offset = None
+            part.reset = self.config.auto_offset_reset
+            part.go(E.OUT_OF_RANGE)
+        self._cond.notify_all()
+
+    def _store(self, part: _Partition, offset: int, chunk: _Chunk) -> None:
+        """Buffer an answer that moved past ``offset`` (records, or only control/aborted ones)."""
+        part.fetch_offset = chunk.next_offset
+        if part.position == offset and not chunk.records:
+            part.position = chunk.next_offset
+            self._changed.add(part.tp)
+        else:
+            # Behind buffered records, an answer of only control or aborted records still
+            # moves the position once the application reaches it.
+            part.chunks.append(chunk)
+            part.buffered += chunk.size
+            self._buffered += chunk.size
 
     def _decode(self, tp: TopicPartition, offset: int, data: bytes,
                 aborted: list[Any] | None) -> _Chunk:
@@ -650,8 +691,8 @@ class Fetcher:
         with self._cond:
             for tp, (_, epoch) in sent.offsets.items():
                 part = self._parts.get(tp)
-                if part is not None and part.epoch == epoch and part.in_flight:
-                    part.in_flight = False
+                if part is not None and part.epoch == epoch and part.state is S.FETCHING:
+                    part.go(E.FETCH_ANSWERED)
                     if backoff:
                         part.retry_at = retry
             self._cond.notify_all()
