@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 
 from assignors import TopicPartition
 from groupkit.admin_values import (
-    CommittedOffset,
     CreatedTopic,
     GroupDescription,
     GroupListing,
@@ -80,6 +79,7 @@ from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import Request, Response
 from groupkit.runtime.cluster import COORDINATOR, Cluster
 from groupkit.runtime.metadata import BrokerInfo
+from groupkit.values import OffsetAndMetadata
 
 __all__ = ["Admin"]
 
@@ -231,7 +231,7 @@ class Admin:
             _check(code, f"group {group_id!r}")
 
     def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
-                           ) -> dict[TopicPartition, CommittedOffset]:
+                           ) -> dict[TopicPartition, OffsetAndMetadata]:
         """A group's committed offsets: of ``partitions``, or of every partition it committed."""
         wanted: dict[str, list[int]] | None = None
         if partitions is not None:
@@ -269,12 +269,12 @@ class Admin:
             for p in topic.partitions:
                 _check(p.error_code, f"{topic.name}-{p.partition_index}")
                 if p.committed_offset >= 0:
-                    offsets[TopicPartition(topic.name, p.partition_index)] = CommittedOffset(
+                    offsets[TopicPartition(topic.name, p.partition_index)] = OffsetAndMetadata(
                         p.committed_offset, p.metadata, p.committed_leader_epoch)
         return offsets
 
     def alter_consumer_group_offsets(
-            self, group_id: str, offsets: Mapping[TopicPartition, int | CommittedOffset]) -> None:
+            self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]) -> None:
         """Set a group's committed offsets, as Java's ``alterConsumerGroupOffsets`` does.
 
         Commits as a non-member (generation -1, no member id), so the coordinator accepts it
@@ -285,7 +285,7 @@ class Admin:
             raise ConfigError("alter_consumer_group_offsets needs at least one partition")
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
         for tp, value in offsets.items():
-            stored = value if isinstance(value, CommittedOffset) else CommittedOffset(value)
+            stored = value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(value)
             if stored.offset < 0:
                 raise ConfigError(f"offset for {tp[0]}-{tp[1]} must be >= 0, not {stored.offset}")
             by_topic[tp[0]].append(OffsetCommitRequestPartition(

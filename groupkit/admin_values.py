@@ -112,11 +112,3 @@ class ListedOffset:
     timestamp: int = -1
     leader_epoch: int = -1
 
-
-@attrs.frozen
-class CommittedOffset:
-    """A group's committed position in one partition."""
-
-    offset: int
-    metadata: str | None = ""
-    leader_epoch: int = -1

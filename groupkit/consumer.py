@@ -51,6 +51,7 @@ from groupkit.runtime.fetcher import ConsumerRecord, Fetcher
 from groupkit.runtime.group_runner import GroupRunner
 from groupkit.runtime.metadata import ClusterMetadata
 from groupkit.runtime.offsets import CommitCallback, OffsetStore
+from groupkit.values import OffsetAndMetadata
 
 __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 
@@ -334,24 +335,27 @@ class Consumer:
 
     # --- offsets -------------------------------------------------------------------------------
 
-    def commit(self, offsets: Mapping[TopicPartition, int] | None = None,
+    def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                timeout: float | None = None) -> None:
-        """Commit ``offsets`` (next offset to read, per partition; default: the positions of
-        every assigned partition) and wait. Raises CommitFailedError after a rebalance."""
+        """Commit ``offsets`` (next offset to read, per partition, or an OffsetAndMetadata to
+        store a metadata string too; default: the positions of every assigned partition) and
+        wait. Raises CommitFailedError after a rebalance."""
         self._check_open()
         chosen = self._commit_offsets(offsets)
         self._offsets.commit(chosen, self._timeout(timeout))
 
-    def commit_async(self, offsets: Mapping[TopicPartition, int] | None = None,
+    def commit_async(self,
+                     offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                      callback: CommitCallback | None = None) -> None:
         """Commit without waiting; ``callback(offsets, error)`` runs in a later poll()."""
         self._check_open()
         self._offsets.commit_async(self._commit_offsets(offsets), callback)
 
-    def _commit_offsets(self, offsets: Mapping[TopicPartition, int] | None
-                        ) -> dict[TopicPartition, int]:
+    def _commit_offsets(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
+                        ) -> dict[TopicPartition, int | OffsetAndMetadata]:
         if offsets is not None:
-            return {TopicPartition(*tp): int(o) for tp, o in offsets.items()}
+            return {TopicPartition(*tp): o if isinstance(o, OffsetAndMetadata) else int(o)
+                    for tp, o in offsets.items()}
         positions = self._fetcher.positions()
         return {tp: o for tp, o in positions.items() if tp in self._assigned}
 

@@ -15,7 +15,7 @@ from confluent_kafka import TopicPartition as ConfluentTP
 
 from assignors import TopicPartition
 from groupkit.admin import Admin
-from groupkit.admin_values import CommittedOffset, MemberDescription
+from groupkit.admin_values import MemberDescription
 from groupkit.errors import (
     ConfigError,
     NoBrokersAvailable,
@@ -31,6 +31,7 @@ from groupkit.protocol.messages.describe_groups import (
 )
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from groupkit.values import OffsetAndMetadata
 
 WAIT = 20.0
 
@@ -146,7 +147,7 @@ def test_group_offsets_listing_describing_and_deleting(kafka_broker, admin,  # n
     committed = admin.list_group_offsets(group)
     assert {tp: c.offset for tp, c in committed.items()} == {
         TopicPartition(topic, 0): 3, TopicPartition(topic, 2): 1}
-    assert all(isinstance(c, CommittedOffset) for c in committed.values())
+    assert all(isinstance(c, OffsetAndMetadata) for c in committed.values())
     only = admin.list_group_offsets(group, [TopicPartition(topic, 2), TopicPartition(topic, 1)])
     assert {tp: c.offset for tp, c in only.items()} == {TopicPartition(topic, 2): 1}
 

@@ -18,7 +18,7 @@ PACKAGES = ("groupkit", "assignors")
 #: Lowest first. A module may import modules of its own area or of a lower layer, never higher.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("groupkit.errors",),
-    ("groupkit.protocol", "groupkit.hooks", "groupkit.partitioner"),
+    ("groupkit.protocol", "groupkit.hooks", "groupkit.partitioner", "groupkit.values"),
     ("assignors",),
     ("groupkit.group",),
     ("groupkit.config",),

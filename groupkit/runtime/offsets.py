@@ -60,6 +60,7 @@ from groupkit.protocol.messages.offset_fetch import (
 )
 from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.group_runner import GroupRunner
+from groupkit.values import OffsetAndMetadata
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,9 @@ _COORDINATOR_CODES = frozenset({
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_COORDINATOR})
 
-CommitCallback = Callable[[Mapping[TopicPartition, int], BaseException | None], None]
+#: What a commit stores per partition: the next offset, or it with metadata.
+CommitOffset = int | OffsetAndMetadata
+CommitCallback = Callable[[Mapping[TopicPartition, CommitOffset], BaseException | None], None]
 
 
 def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
@@ -92,7 +95,7 @@ class OffsetStore:
     #: The consumer's group runner once it has subscribed (None without group membership).
     group: Callable[[], GroupRunner | None] = lambda: None
     hooks: Sequence[Hook] = ()
-    _done: collections.deque[tuple[CommitCallback | None, Mapping[TopicPartition, int],
+    _done: collections.deque[tuple[CommitCallback | None, Mapping[TopicPartition, CommitOffset],
                                    BaseException | None]] = attrs.field(
         init=False, factory=collections.deque)
     _lock: threading.Condition = attrs.field(init=False, factory=threading.Condition)
@@ -238,7 +241,7 @@ class OffsetStore:
 
     # --- committing ----------------------------------------------------------------------------
 
-    def commit(self, offsets: Mapping[TopicPartition, int], timeout: float) -> None:
+    def commit(self, offsets: Mapping[TopicPartition, CommitOffset], timeout: float) -> None:
         """Store ``offsets`` (the next offset to read per partition) and wait for the answer."""
         if not offsets:
             return
@@ -249,7 +252,7 @@ class OffsetStore:
                                           type(exc).__name__))
             raise
 
-    def _commit(self, offsets: Mapping[TopicPartition, int], timeout: float) -> None:
+    def _commit(self, offsets: Mapping[TopicPartition, CommitOffset], timeout: float) -> None:
         pending = dict(offsets)
         deadline = time.monotonic() + timeout
         attempt = 0
@@ -281,7 +284,7 @@ class OffsetStore:
                 raise failure
             self._pause_for(retry_after, deadline, "OffsetCommit")
 
-    def commit_async(self, offsets: Mapping[TopicPartition, int],
+    def commit_async(self, offsets: Mapping[TopicPartition, CommitOffset],
                      callback: CommitCallback | None) -> None:
         """Send a commit without waiting; ``callback(offsets, error)`` runs in ``run_callbacks``.
 
@@ -346,7 +349,7 @@ class OffsetStore:
             if callback is not None:
                 callback(offsets, error)
 
-    def _finish(self, callback: CommitCallback | None, offsets: Mapping[TopicPartition, int],
+    def _finish(self, callback: CommitCallback | None, offsets: Mapping[TopicPartition, CommitOffset],
                 error: BaseException | None) -> None:
         with self._lock:
             self._done.append((callback, offsets, error))
@@ -357,15 +360,17 @@ class OffsetStore:
             return CommitFence(-1, "", None)
         return runner.commit_fence()
 
-    def _send_commit(self, offsets: Mapping[TopicPartition, int], fence: CommitFence,
+    def _send_commit(self, offsets: Mapping[TopicPartition, CommitOffset], fence: CommitFence,
                      deadline: float | None = None) -> Future[Any]:
         # The coordinator lookup shares the commit's deadline (Java: commitOffsetsSync(timer)
         # runs ensureCoordinatorReady(timer) with the same timer).
         node = self.cluster.coordinator(self.group_id, deadline=deadline)
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
         for tp, offset in sorted(offsets.items()):
+            stored = offset if isinstance(offset, OffsetAndMetadata) else OffsetAndMetadata(offset)
             by_topic[tp.topic].append(OffsetCommitRequestPartition(
-                partition_index=tp.partition, committed_offset=offset, committed_metadata=""))
+                partition_index=tp.partition, committed_offset=stored.offset,
+                committed_leader_epoch=stored.leader_epoch, committed_metadata=stored.metadata))
         request = OffsetCommitRequest(
             group_id=self.group_id, generation_id_or_member_epoch=fence.generation_id,
             member_id=fence.member_id, group_instance_id=fence.group_instance_id,
@@ -424,7 +429,7 @@ class OffsetStore:
 
 
 def _commit_errors(response: OffsetCommitResponse,
-                   offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+                   offsets: Mapping[TopicPartition, CommitOffset]) -> dict[TopicPartition, int]:
     errors: dict[TopicPartition, int] = {}
     answered: set[TopicPartition] = set()
     for topic in response.topics:
@@ -439,8 +444,12 @@ def _commit_errors(response: OffsetCommitResponse,
     return errors
 
 
-def _triples(offsets: Mapping[TopicPartition, int]) -> tuple[tuple[str, int, int], ...]:
-    return tuple((tp.topic, tp.partition, offset) for tp, offset in offsets.items())
+def _triples(offsets: Mapping[TopicPartition, CommitOffset]) -> tuple[tuple[str, int, int], ...]:
+    return tuple((tp.topic, tp.partition, _offset(o)) for tp, o in offsets.items())
+
+
+def _offset(value: CommitOffset) -> int:
+    return value.offset if isinstance(value, OffsetAndMetadata) else value
 
 
 def _raise_code(code: int, api: str) -> None:

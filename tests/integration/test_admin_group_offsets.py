@@ -7,9 +7,9 @@ import pytest
 
 from assignors import TopicPartition
 from groupkit.admin import Admin
-from groupkit.admin_values import CommittedOffset
 from groupkit.errors import ConfigError, UnsupportedVersionError
 from groupkit.producer import Producer
+from groupkit.values import OffsetAndMetadata
 
 WAIT = 20.0
 
@@ -51,7 +51,7 @@ def test_altered_offsets_are_what_a_peer_client_reads_back(
     admin.create_topics([topic], num_partitions=2)
     admin.alter_consumer_group_offsets(group, {
         TopicPartition(topic, 0): 5,
-        TopicPartition(topic, 1): CommittedOffset(9, metadata="moved by test")})
+        TopicPartition(topic, 1): OffsetAndMetadata(9, metadata="moved by test")})
     peer = kafka.KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers,
                                group_id=group, enable_auto_commit=False)
     try:
@@ -75,3 +75,34 @@ def test_delete_offsets_on_a_broker_without_offset_delete_says_so(admin, unique_
     # (tests/runtime/test_admin_offset_delete.py).
     with pytest.raises(UnsupportedVersionError, match="OffsetDeleteRequest"):
         admin.delete_consumer_group_offsets(unique_name("g"), [TopicPartition("t", 0)])
+
+
+def test_a_consumer_commit_sends_the_metadata_of_an_offset_and_metadata(
+        kafka_broker, admin, unique_name) -> None:
+    # The local broker does not keep commit metadata (it answers null), so what is checked is
+    # the OffsetCommit request itself, captured on its way to the broker.
+    from groupkit.consumer import Consumer
+    from groupkit.errors import ApiKey
+    from groupkit.protocol.headers import decode_request_frame
+    from groupkit.protocol.messages.offset_commit import OffsetCommitRequest
+    from tests.support.recording_proxy import RecordingProxy
+
+    topic, group = unique_name("meta"), unique_name("g")
+    admin.create_topics([topic], num_partitions=2)
+    tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
+    with RecordingProxy(kafka_broker.host, kafka_broker.port) as proxy:
+        consumer = Consumer(bootstrap_servers=proxy.bootstrap_servers, group_id=group)
+        try:
+            consumer.assign([tp0, tp1])
+            consumer.commit({tp0: OffsetAndMetadata(4, metadata="batch 17", leader_epoch=3),
+                             tp1: 2}, timeout=WAIT)
+        finally:
+            consumer.close()
+        commits = [decode_request_frame(e.request)[1] for e in proxy.exchanges()
+                   if e.api_key == ApiKey.OFFSET_COMMIT]
+    assert len(commits) == 1 and isinstance(commits[0], OffsetCommitRequest)
+    sent = {(t.name, p.partition_index): (p.committed_offset, p.committed_metadata,
+                                          p.committed_leader_epoch)
+            for t in commits[0].topics for p in t.partitions}
+    assert sent == {(topic, 0): (4, "batch 17", 3), (topic, 1): (2, "", -1)}
+    assert {tp: o.offset for tp, o in admin.list_group_offsets(group).items()} == {tp0: 4, tp1: 2}
