@@ -195,9 +195,9 @@ class _Cluster:
         return {g: self.description for g in ids}
 
     def list_group_offsets(self, group_id):
-        from groupkit.admin_values import CommittedOffset
+        from groupkit.values import OffsetAndMetadata
 
-        return {tp: CommittedOffset(o) for tp, o in self.committed.items()}
+        return {tp: OffsetAndMetadata(o) for tp, o in self.committed.items()}
 
     def log_end_offsets(self, partitions):
         self.asked_ends = list(partitions)
