@@ -368,9 +368,10 @@ class Pool:
             return
         from groupkit.workers.pool_metrics import PoolMetrics
 
-        with PoolMetrics.serving(self, self.options["metrics_port"],
+        with PoolMetrics.serving(self.options["metrics_port"],
                                  self.options["metrics_host"]) as metrics:
             self._metrics = metrics
+            self.metrics_address = metrics.address
             try:
                 yield
             finally:

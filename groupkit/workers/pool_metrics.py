@@ -52,16 +52,19 @@ class PoolMetrics:
         for reason in RESTART_REASONS:
             self.restarts.labels(reason=reason)
         self.health = _PoolHealth()
+        #: Where /metrics and /healthz are served, once ``serving`` has started the server.
+        self.address: tuple[str, int] | None = None
 
     @classmethod
     @contextlib.contextmanager
-    def serving(cls, pool: Any, port: int, host: str) -> Iterator[PoolMetrics]:
-        """Make the directory, serve /metrics and /healthz, and clean both up at the end."""
+    def serving(cls, port: int, host: str) -> Iterator[PoolMetrics]:
+        """Make the directory, serve /metrics and /healthz (at ``address``), and clean both up
+        at the end."""
         directory = tempfile.mkdtemp(prefix="groupkit-pool-metrics-")
         try:
             metrics = cls(directory)
             server = serve(metrics.registry, port, host, health=cast(Any, metrics.health))
-            pool.metrics_address = server.address
+            metrics.address = server.address
             try:
                 yield metrics
             finally:
