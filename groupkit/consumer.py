@@ -47,7 +47,8 @@ from groupkit.hooks import (
 )
 from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.connection import BrokerConnection
-from groupkit.runtime.fetcher import ConsumerRecord, Fetcher
+from groupkit.runtime.fetched import ConsumerRecord
+from groupkit.runtime.fetcher import Fetcher
 from groupkit.runtime.group_runner import GroupRunner
 from groupkit.runtime.metadata import ClusterMetadata
 from groupkit.runtime.offsets import CommitCallback, OffsetStore

@@ -12,15 +12,13 @@ epoch is dropped, so no stale record ever reaches the application.
 
 from __future__ import annotations
 
-import bisect
 import collections
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from operator import attrgetter
-from typing import Any, cast
+from typing import Any
 
 import attrs
 
@@ -44,16 +42,10 @@ from groupkit.protocol.messages.fetch import (
     FetchResponse,
 )
 from groupkit.protocol.primitives import NULL_UUID
-from groupkit.protocol.records import Record, decode_batches, filter_aborted
 from groupkit.runtime.cluster import FETCH, Cluster
-from groupkit.runtime.gc_pause import gc_paused
+from groupkit.runtime.fetched import Chunk, ConsumerRecord, FetchedPartition, decode_chunk
 from groupkit.runtime.offsets import OffsetStore
-from groupkit.runtime.partition_state import (
-    FAILED_STATES,
-    PartitionEvent,
-    PartitionState,
-    next_state,
-)
+from groupkit.runtime.partition_state import FAILED_STATES, PartitionEvent, PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -62,76 +54,6 @@ E = PartitionEvent
 
 #: The first Fetch version that names topics by id.
 _TOPIC_IDS = 13
-
-
-@attrs.frozen
-class ConsumerRecord(Record):
-    """One record as the application receives it: a ``Record`` and the partition it came from.
-
-    The decoder builds these directly, so a fetched record is never copied into another object.
-    """
-
-    topic: str = attrs.field(kw_only=True)
-    partition: int = attrs.field(kw_only=True)
-
-
-_by_offset = attrgetter("offset")
-
-
-@attrs.define
-class _Chunk:
-    """One answer's records; ``left`` is the share of its wire size not yet taken."""
-
-    records: list[ConsumerRecord]
-    next_offset: int
-    size: int
-    index: int = 0
-    left: int = attrs.field()
-
-    @left.default
-    def _all_left(self) -> int:
-        return self.size
-
-
-@attrs.define
-class _Partition:
-    """One assigned partition; guarded by the fetcher's lock.
-
-    ``state`` changes only through ``go`` (the table in ``partition_state``); ``paused`` is
-    the application's wish, ``retry_at`` a back-off timer, ``error`` what ``take`` raises in
-    the failed states.
-    """
-
-    tp: TopicPartition
-    state: PartitionState = S.AWAIT_POSITION
-    position: int | None = None
-    fetch_offset: int | None = None
-    epoch: int = 0
-    paused: bool = False
-    #: The reset strategy of the next lookup (None: the committed offset first).
-    reset: str | None = None
-    retry_at: float = 0.0
-    error: GroupkitError | None = None
-    high_watermark: int = -1
-    #: The offset up to which the broker has records to give (the last stable offset for
-    #: read_committed), as of the last answer; -1 before one.
-    log_end: int = -1
-    buffered: int = 0
-    chunks: collections.deque[_Chunk] = attrs.field(factory=collections.deque)
-    #: What ``take`` handed over since the last ``progress()``: records, wire bytes, and the
-    #: timestamp of the last record (-1 when none); for the Polled hook event.
-    taken: int = 0
-    taken_bytes: int = 0
-    last_timestamp: int = -1
-
-    def go(self, event: PartitionEvent) -> None:
-        """Move to where ``event`` leads from the current state."""
-        self.state = next_state(self.state, event)
-
-    @property
-    def caught_up(self) -> bool:
-        """Whether the last answer said there is nothing past ``fetch_offset`` yet."""
-        return 0 <= self.log_end <= (self.fetch_offset or 0)
 
 
 @attrs.frozen
@@ -158,7 +80,7 @@ class Fetcher:
     wakeup: Callable[[], None] = lambda: None
 
     _cond: threading.Condition = attrs.field(init=False, factory=threading.Condition)
-    _parts: dict[TopicPartition, _Partition] = attrs.field(init=False, factory=dict)
+    _parts: dict[TopicPartition, FetchedPartition] = attrs.field(init=False, factory=dict)
     _busy_nodes: set[int] = attrs.field(init=False, factory=set)
     _answers: collections.deque[tuple[_Sent, Future[Any]]] = attrs.field(
         init=False, factory=collections.deque)
@@ -192,7 +114,7 @@ class Fetcher:
                     self._drop(self._parts.pop(tp))
             for tp in wanted:
                 if tp not in self._parts:
-                    self._parts[tp] = _Partition(tp)
+                    self._parts[tp] = FetchedPartition(tp)
             self._cond.notify_all()
         self.cluster.add_topics({tp.topic for tp in wanted})
 
@@ -334,7 +256,7 @@ class Fetcher:
                 part.last_timestamp = -1
         return tuple(out)
 
-    def _part(self, tp: TopicPartition) -> _Partition:
+    def _part(self, tp: TopicPartition) -> FetchedPartition:
         part = self._parts.get(tp)
         if part is None:
             raise IllegalStateError(
@@ -342,7 +264,7 @@ class Fetcher:
                 " to see which partitions it holds")
         return part
 
-    def _drop(self, part: _Partition) -> None:
+    def _drop(self, part: FetchedPartition) -> None:
         """Forget buffered and in-flight data of ``part`` (seek, pause, revoke)."""
         part.epoch += 1
         part.go(E.DROPPED)
@@ -602,7 +524,7 @@ class Fetcher:
             return 0, 0, part.state in FAILED_STATES
 
     def _read(self, tp: TopicPartition, offset: int,
-              answer: Any) -> tuple[GroupkitError | None, _Chunk | None]:
+              answer: Any) -> tuple[GroupkitError | None, Chunk | None]:
         """Outside the lock: the error for the application (a code retrying cannot fix, or
         records that cannot be decoded), else the decoded records, if any."""
         code = answer.error_code
@@ -614,13 +536,15 @@ class Fetcher:
             return (None if exc.retriable else exc), None
         elif answer.records:
             try:
-                return None, self._decode(tp, offset, answer.records,
-                                          answer.aborted_transactions)
+                return None, decode_chunk(
+                    tp, offset, answer.records, answer.aborted_transactions,
+                    check_crcs=self.config.check_crcs,
+                    read_committed=self.config.isolation_level == "read_committed")
             except GroupkitError as exc:
                 return exc, None
         return None, None
 
-    def _note_log_end(self, part: _Partition, answer: Any) -> None:
+    def _note_log_end(self, part: FetchedPartition, answer: Any) -> None:
         """Keep the answer's high watermark and (read_committed) last stable offset."""
         log_end = part.log_end
         part.high_watermark = answer.high_watermark
@@ -630,7 +554,7 @@ class Fetcher:
         if part.log_end != log_end:
             self._changed.add(part.tp)
 
-    def _out_of_range(self, part: _Partition, offset: int) -> None:
+    def _out_of_range(self, part: FetchedPartition, offset: int) -> None:
         tp = part.tp
         if part.position != offset:
             # Asked ahead of records still buffered: decide once the application has them
@@ -649,7 +573,7 @@ class Fetcher:
             part.go(E.OUT_OF_RANGE)
         self._cond.notify_all()
 
-    def _store(self, part: _Partition, offset: int, chunk: _Chunk) -> None:
+    def _store(self, part: FetchedPartition, offset: int, chunk: Chunk) -> None:
         """Buffer an answer that moved past ``offset`` (records, or only control/aborted ones)."""
         part.fetch_offset = chunk.next_offset
         if part.position == offset and not chunk.records:
@@ -661,29 +585,6 @@ class Fetcher:
             part.chunks.append(chunk)
             part.buffered += chunk.size
             self._buffered += chunk.size
-
-    def _decode(self, tp: TopicPartition, offset: int, data: bytes,
-                aborted: list[Any] | None) -> _Chunk:
-        with gc_paused():
-            batches = decode_batches(data, topic=tp.topic, partition=tp.partition,
-                                     check_crc=self.config.check_crcs, record_type=ConsumerRecord)
-        if not batches:
-            return _Chunk([], offset, 0)
-        records: list[Record]
-        if self.config.isolation_level == "read_committed":
-            records = filter_aborted(batches, [(a.producer_id, a.first_offset)
-                                               for a in aborted or ()])
-        else:
-            records = []
-            for batch in batches:
-                if not batch.is_control:
-                    records.extend(batch.records)
-        # A batch may start before the offset asked for; records come in offset order.
-        skip = bisect.bisect_left(records, offset, key=_by_offset)
-        if skip:
-            del records[:skip]
-        return _Chunk(cast("list[ConsumerRecord]", records),
-                      max(offset, batches[-1].next_offset), len(data))
 
     def _release(self, sent: _Sent, backoff: bool) -> None:
         """Mark the partitions of ``sent`` fetchable again (after a back-off if it failed)."""

@@ -32,7 +32,8 @@ from groupkit.protocol.records import (
     encode_control_batch,
     encode_message_set,
 )
-from groupkit.runtime.fetcher import ConsumerRecord, Fetcher
+from groupkit.runtime.fetched import ConsumerRecord
+from groupkit.runtime.fetcher import Fetcher
 from groupkit.runtime.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
 
 TP = TopicPartition("t", 0)
