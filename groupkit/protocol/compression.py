@@ -9,12 +9,29 @@ from __future__ import annotations
 
 import struct
 import zlib
-
-import lz4.frame
-import snappy
-import zstandard
+from types import ModuleType
 
 from groupkit.errors import ConfigError, CorruptRecordError
+
+
+# The codec libraries load on first use: a consumer of uncompressed or lz4 topics never pays
+# for the others (their import costs about 3 MB of resident memory in all).
+def _lz4() -> ModuleType:
+    import lz4.frame
+
+    return lz4.frame
+
+
+def _snappy() -> ModuleType:
+    import snappy
+
+    return snappy
+
+
+def _zstd() -> ModuleType:
+    import zstandard
+
+    return zstandard
 
 DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
 """Largest payload (bytes) one compressed batch or message may expand to unless told otherwise."""
@@ -63,10 +80,10 @@ def compress(codec: int, data: bytes, *, legacy_lz4: bool = False) -> bytes:
         return _xerial_compress(data)
     if codec == 3:
         # Kafka's Java reader decodes each block alone, so blocks must be independent (KIP-57).
-        framed = lz4.frame.compress(data, block_linked=False, store_size=False)
+        framed = _lz4().compress(data, block_linked=False, store_size=False)
         return _break_lz4_header(framed) if legacy_lz4 else framed
     if codec == 4:
-        return zstandard.ZstdCompressor().compress(data)
+        return _zstd().ZstdCompressor().compress(data)
     raise ConfigError(f"compression id {codec} is not one of 1 (gzip) .. 4 (zstd)")
 
 
@@ -117,6 +134,7 @@ def _gzip_decompress(data: bytes | memoryview, max_size: int) -> bytes:
 
 def _xerial_compress(data: bytes) -> bytes:
     parts = [_XERIAL_HEADER.pack(XERIAL_MAGIC, 1, 1)]
+    snappy = _snappy()
     for start in range(0, len(data), _XERIAL_BLOCK):
         chunk = snappy.compress(data[start:start + _XERIAL_BLOCK])
         parts.append(_I32.pack(len(chunk)))
@@ -139,7 +157,7 @@ def _snappy_raw(block: bytes, budget: int, max_size: int) -> bytes:
     if claimed > budget:
         raise _too_big("snappy", max_size)
     try:
-        return snappy.uncompress(block)
+        return _snappy().uncompress(block)
     except Exception as exc:  # python-snappy raises several unrelated types
         raise _broken("snappy", exc) from None
 
@@ -165,7 +183,7 @@ def _snappy_decompress(data: bytes, max_size: int) -> bytes:
 
 
 def _lz4_decompress(data: bytes, max_size: int) -> bytes:
-    d = lz4.frame.LZ4FrameDecompressor()
+    d = _lz4().LZ4FrameDecompressor()
     try:
         out = d.decompress(data, max_length=max_size + 1)
     except RuntimeError as exc:
@@ -243,6 +261,7 @@ def _zstd_decompress(data: bytes | memoryview, max_size: int) -> bytes:
         raise CorruptRecordError("zstd payload is empty")
     out = bytearray()
     pos = 0
+    zstandard = _zstd()
     d = zstandard.ZstdDecompressor().decompressobj()
     try:
         while pos < end:

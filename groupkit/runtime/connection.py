@@ -19,13 +19,12 @@ import contextlib
 import logging
 import random
 import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -54,7 +53,12 @@ from groupkit.protocol.messages.api_versions import ApiVersionsRequest, ApiVersi
 from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import negotiate
 from groupkit.runtime.sasl import SaslCredentials, authenticate
-from groupkit.runtime.tls import SerialTlsSocket, TlsConfig
+from groupkit.runtime.tls import TlsConfig
+
+if TYPE_CHECKING:
+    import ssl
+
+    from groupkit.runtime.tls_socket import SerialTlsSocket
 
 __all__ = ["BrokerConnection"]
 
@@ -227,18 +231,11 @@ class BrokerConnection:
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._ssl_context is not None:
-                sock = self._ssl_context.wrap_socket(sock, server_hostname=self.host)
-                stream = SerialTlsSocket(sock)
+                from groupkit.runtime.tls_socket import start_tls
+
+                stream = start_tls(self._ssl_context, sock, self.host, self.address)
             else:
                 sock.settimeout(None)
-        except ssl.SSLError as exc:
-            sock.close()
-            detail = exc.reason or str(exc)
-            if isinstance(exc, ssl.SSLCertVerificationError):
-                detail = f"{detail} ({exc.verify_message})"
-            raise KafkaConnectionError(
-                f"TLS handshake with {self.address} failed: {detail}; check the CA file and "
-                "that the broker's certificate names this host") from None
         except OSError as exc:
             sock.close()
             raise KafkaConnectionError(f"connection to {self.address} failed during setup: "

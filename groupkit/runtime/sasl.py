@@ -8,10 +8,8 @@ the server's signature. ``authenticate`` drives SaslHandshake v1 + SaslAuthentic
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
-import secrets
 from collections.abc import Callable
+from types import ModuleType
 from typing import Literal
 
 import attrs
@@ -28,6 +26,15 @@ from groupkit.protocol.schema import Request, Response
 Mechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 MECHANISMS: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+
+
+def _secrets() -> ModuleType:
+    """The secrets module, loaded with hashlib and hmac only when SCRAM is used: they load
+    OpenSSL's libcrypto, several MB of resident memory a plain consumer does not need."""
+    import secrets
+
+    return secrets
+
 
 #: Sends one request at an explicit version and returns its decoded response.
 Exchange = Callable[[Request, int], Response]
@@ -81,7 +88,7 @@ class ScramClient:
     mechanism: str
     username: str
     password: str = attrs.field(repr=False)
-    nonce: str = attrs.field(factory=lambda: secrets.token_urlsafe(24), repr=False)
+    nonce: str = attrs.field(factory=lambda: _secrets().token_urlsafe(24), repr=False)
     _first_bare: str = attrs.field(default="", init=False, repr=False)
     _server_signature: bytes = attrs.field(default=b"", init=False, repr=False)
 
@@ -91,6 +98,8 @@ class ScramClient:
                               f"not {self.mechanism!r}")
 
     def _hmac(self, key: bytes, data: bytes) -> bytes:
+        import hmac
+
         return hmac.new(key, data, _HASHES[self.mechanism]).digest()
 
     def first_message(self) -> bytes:
@@ -113,6 +122,8 @@ class ScramClient:
         if not server_nonce.startswith(self.nonce) or iterations < 1:
             raise AuthenticationError("the broker's SCRAM nonce or iteration count is invalid; "
                                       "the server may not be who it claims")
+        import hashlib
+
         name = _HASHES[self.mechanism]
         salted = hashlib.pbkdf2_hmac(name, self.password.encode(), salt, iterations)
         client_key = self._hmac(salted, b"Client Key")
@@ -134,6 +145,8 @@ class ScramClient:
         except (KeyError, ValueError):
             raise AuthenticationError("the broker's SCRAM server-final message is malformed") \
                 from None
+        import hmac
+
         if not self._server_signature or not hmac.compare_digest(signature,
                                                                  self._server_signature):
             raise AuthenticationError("the broker's SCRAM server signature is wrong: it does not "

@@ -108,9 +108,7 @@ def test_a_plugin_must_build_an_assignor(monkeypatch):
         def load(self):
             return lambda: object()
 
-    monkeypatch.setattr(
-        "assignors.registry.entry_points", lambda group: [EntryPoint()] if group else []
-    )
+    monkeypatch.setattr("assignors.registry._plugins", lambda: [EntryPoint()])
     with pytest.raises(ConfigError, match="not an Assignor"):
         lookup("broken")
     assert "broken" in available()

@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 import pytest
+from crc32c import crc32c as packaged_crc32c
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -204,3 +205,21 @@ def test_the_c_writer_refuses_what_is_not_bytes_like_python() -> None:
             batch_write._records_native([bad], None, 0)
         with pytest.raises(TypeError):
             batch_write._records([bad], None, 0)
+
+
+@needs_native
+@given(data=st.binary(max_size=3000), start=st.integers(min_value=0, max_value=7))
+def test_the_extensions_crc32c_matches_the_crc32c_package(data: bytes, start: int) -> None:
+    assert native.module is not None
+    view = memoryview(data)[start:]
+    expected = packaged_crc32c(view)
+    assert native.module.crc32c(view) == expected
+    assert native.module.crc32c_table(view) == expected
+
+
+@needs_native
+def test_crc32c_of_a_large_buffer_and_the_check_value() -> None:
+    assert native.module is not None
+    assert native.module.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    data = bytes(range(256)) * 4096
+    assert native.module.crc32c(data) == packaged_crc32c(data)

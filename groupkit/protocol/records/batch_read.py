@@ -8,11 +8,10 @@ attrs' ``__init__`` (see construct.py).
 
 from __future__ import annotations
 
-from crc32c import crc32c
-
 from groupkit.errors import CorruptRecordError
 from groupkit.protocol import native
 from groupkit.protocol.compression import CODEC_NAMES, decompress
+from groupkit.protocol.native import crc32c
 from groupkit.protocol.records.construct import (
     _Make,
     _new,

@@ -10,11 +10,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 
-from crc32c import crc32c
-
 from groupkit.errors import ConfigError
 from groupkit.protocol import native
 from groupkit.protocol.compression import codec_id, compress
+from groupkit.protocol.native import crc32c
 from groupkit.protocol.records.layout import _LOG_OVERHEAD, _V2, _V2_CRC_FROM
 from groupkit.protocol.records.values import (
     NO_TIMESTAMP,
