@@ -4,7 +4,6 @@ in place (rich's Live view) with each partition's lag change per second, until C
 from __future__ import annotations
 
 import argparse
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -72,11 +71,11 @@ def _watch(args: argparse.Namespace, refresh: Any) -> None:
     taken = time.monotonic()
     rates: dict[TopicPartition, float] | None = None
     problem: str | None = None
-    stop = threading.Event()
     with Live(render(view, rates, problem, args.watch), console=console(),
               auto_refresh=False, transient=False) as live:
         try:
-            while not stop.wait(args.watch):
+            while True:
+                time.sleep(args.watch)
                 try:
                     newer: GroupView = refresh()
                 except GroupkitError as exc:

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from groupkit.producer import Producer
+from groupkit.testing import LocalBroker
 from tests.support.cli_groups import commit_as_peer, run_cli, write_batches
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
@@ -106,6 +107,25 @@ def test_watch_refreshes_the_lag_in_place_until_ctrl_c(kafka_broker, unique_name
     term.wait_for(rf"{re.escape(topic)}\s+0\s+0\s+31\s+31\s+\+(?:[1-9]\d*\.\d|0\.[1-9])")
     assert "LAG/S" in term.screen
     os.write(term.fd, b"\x03")  # Ctrl-C as typed: the line discipline sends SIGINT
+    assert term.exit_status() == 0
+    assert "Traceback" not in term.screen
+
+
+def test_watch_shows_a_failed_refresh_and_keeps_going(unique_name, terminal,
+                                                      tmp_path) -> None:
+    config = tmp_path / "fast.properties"
+    config.write_text("request.timeout.ms=1000\nsocket.connection.setup.timeout.ms=500\n"
+                      "retry.backoff.ms=50\n")
+    with LocalBroker() as broker:
+        topic, group = unique_name("gone"), unique_name("g")
+        write_batches(broker.bootstrap_servers, topic, {0: [3]})
+        commit_as_peer(broker.bootstrap_servers, group, {(topic, 0): 1})
+        term = terminal("groups", "lag", group, "--watch", "0.2", "--command-config",
+                        str(config), "--bootstrap-server", broker.bootstrap_servers)
+        term.wait_for(r"TOTAL-LAG 2\b")
+    # The broker is gone: each refresh fails within the configured timeouts and says so.
+    term.wait_for(r"refresh failed, trying again")
+    os.write(term.fd, b"\x03")
     assert term.exit_status() == 0
     assert "Traceback" not in term.screen
 
