@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from groupkit.errors import ApiKey, ErrorCode
 from tests.support.cli_groups import run_cli
 from tests.support.fake_cluster import FakeCluster, offset_delete_answer
 
@@ -31,13 +32,13 @@ def test_a_whole_topic_is_deleted_partition_by_partition(fake, capsys) -> None:
     assert status == 0, err
     assert out == "Deleted the committed offsets of group 'g1' for orders-0, orders-1, orders-2.\n"
     [(header, frame)] = fake.requests
-    assert header.api_key == 47
+    assert header.api_key == ApiKey.OFFSET_DELETE
     assert frame.endswith(b"\x00\x00\x00\x03" + b"".join(
         p.to_bytes(4, "big") for p in (0, 1, 2)))
 
 
 def test_a_topic_the_group_still_reads_is_refused_by_the_broker(fake, capsys) -> None:
-    fake.answers.append(offset_delete_answer(0, [("orders", [(1, 86)])]))
+    fake.answers.append(offset_delete_answer(0, [("orders", [(1, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)])]))
     status, out, err = run_cli(capsys, "groups", "delete-offsets", "g1", "--topic", "orders:1",
                                "--bootstrap-server", fake.bootstrap_servers)
     assert status == 1 and out == ""

@@ -13,6 +13,8 @@ import pytest
 from assignors import TopicPartition
 from groupkit.admin import Admin
 from groupkit.errors import (
+    ApiKey,
+    ErrorCode,
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
     UnsupportedVersionError,
@@ -21,7 +23,8 @@ from groupkit.protocol.headers import RequestHeader
 from groupkit.protocol.versions import CLIENT_VERSIONS
 from tests.support.fake_cluster import FakeCluster, offset_delete_answer
 
-OFFSET_DELETE = 47
+OFFSET_DELETE = ApiKey.OFFSET_DELETE
+SUBSCRIBED = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
 
 
 def i16(v: int) -> bytes:
@@ -73,7 +76,7 @@ def test_the_request_names_group_topics_and_partitions_and_success_returns(clust
 
 def test_a_subscribed_topic_is_refused_naming_each_failed_partition(cluster) -> None:
     fake = cluster(lambda header, frame: offset_delete_answer(
-        0, [("orders", [(0, 86), (1, 0), (2, 86)])]))
+        0, [("orders", [(0, SUBSCRIBED), (1, 0), (2, SUBSCRIBED)])]))
     with Admin(bootstrap_servers=fake.bootstrap_servers) as admin, \
             pytest.raises(GroupSubscribedToTopicError) as caught:
         admin.delete_consumer_group_offsets(
@@ -83,14 +86,15 @@ def test_a_subscribed_topic_is_refused_naming_each_failed_partition(cluster) -> 
 
 
 def test_a_group_level_error_raises_its_exception(cluster) -> None:
-    fake = cluster(lambda header, frame: offset_delete_answer(69, []))
+    fake = cluster(lambda header, frame: offset_delete_answer(ErrorCode.GROUP_ID_NOT_FOUND, []))
     with Admin(bootstrap_servers=fake.bootstrap_servers) as admin, \
             pytest.raises(GroupIdNotFoundError, match="'ghost'"):
         admin.delete_consumer_group_offsets("ghost", [TopicPartition("orders", 0)])
 
 
 def test_a_moved_coordinator_is_looked_up_again_and_asked_again(cluster) -> None:
-    answers = [offset_delete_answer(16, []), offset_delete_answer(14, []), offset_delete_answer(0, [("orders", [(1, 0)])])]
+    answers = [offset_delete_answer(ErrorCode.NOT_COORDINATOR, []),
+               offset_delete_answer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []), offset_delete_answer(0, [("orders", [(1, 0)])])]
     fake = cluster(lambda header, frame: answers.pop(0))
     with Admin(bootstrap_servers=fake.bootstrap_servers, retry_backoff_ms=1) as admin:
         admin.delete_consumer_group_offsets("g1", [TopicPartition("orders", 1)])

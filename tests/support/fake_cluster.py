@@ -14,6 +14,7 @@ import struct
 import threading
 from collections.abc import Callable, Mapping
 
+from groupkit.errors import ApiKey
 from groupkit.protocol.framing import FrameDecoder
 from groupkit.protocol.headers import RequestHeader, decode_request_frame, encode_response_frame
 from groupkit.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
@@ -33,7 +34,6 @@ from groupkit.protocol.versions import CLIENT_VERSIONS
 #: (request header, the whole request frame without its size prefix) -> response body bytes.
 Answer = Callable[[RequestHeader, bytes], bytes]
 
-_API_VERSIONS, _METADATA, _FIND_COORDINATOR = 18, 3, 10
 
 
 class FakeCluster:
@@ -78,11 +78,11 @@ class FakeCluster:
                     sock.sendall(struct.pack(">ii", len(body) + 4, header.correlation_id) + body)
 
     def _own_answer(self, header: RequestHeader, request: Request) -> Response | None:
-        if header.api_key == _API_VERSIONS:
+        if header.api_key == ApiKey.API_VERSIONS:
             return ApiVersionsResponse(error_code=0, api_keys=[
                 ApiVersion(api_key=k, min_version=lo, max_version=hi)
                 for k, (lo, hi) in sorted(self.versions.items())])
-        if header.api_key == _METADATA:
+        if header.api_key == ApiKey.METADATA:
             return MetadataResponse(
                 brokers=[MetadataResponseBroker(node_id=0, host="127.0.0.1", port=self.port)],
                 controller_id=0,
@@ -91,7 +91,7 @@ class FakeCluster:
                         error_code=0, partition_index=i, leader_id=0, replica_nodes=[0],
                         isr_nodes=[0]) for i in range(count)])
                     for name, count in self.topics.items()])
-        if header.api_key == _FIND_COORDINATOR:
+        if header.api_key == ApiKey.FIND_COORDINATOR:
             if header.api_version < 4:
                 return FindCoordinatorResponse(error_code=0, node_id=0, host="127.0.0.1",
                                                port=self.port)
