@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 BOOTSTRAP_ENV = "GROUPKIT_BOOTSTRAP_SERVERS"
 #: Exit statuses: success, an error, a usage error or a refusal.
 OK, FAILED, USAGE = 0, 1, 2
+#: The states in which Kafka lets a group's offsets be reset or the group be deleted.
+INACTIVE_STATES = ("Empty", "Dead")
 #: Shown where a value is unknown (as kafka-consumer-groups.sh does).
 UNKNOWN = "-"
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from groupkit.cli import lag, reset_offsets
 from groupkit.cli.common import (
     FAILED,
+    INACTIVE_STATES,
     OK,
     CommandError,
     Refused,
@@ -25,6 +27,9 @@ from groupkit.cli.common import (
     table,
     topic_partitions,
 )
+
+if TYPE_CHECKING:
+    from groupkit.admin import Admin
 
 #: The states a consumer group can be in (classic protocol, then KIP-848's), as Java names them.
 GROUP_STATES = ("Stable", "Empty", "PreparingRebalance", "CompletingRebalance", "Dead",
@@ -124,33 +129,40 @@ def describe(args: argparse.Namespace) -> int:
 
 def delete(args: argparse.Namespace) -> int:
     """Delete each group; report each one's outcome."""
-    from groupkit.errors import BrokerError, GroupIdNotFoundError, NonEmptyGroupError
-
     status = OK
     with open_admin(args) as admin:
         groups = list(dict.fromkeys(args.groups))
-        # Kafka refuses a group with members (NON_EMPTY_GROUP); some brokers (Tansu 0.6) do
-        # not, so the state is checked first and the broker's refusal still counts.
         states = {g: d.state for g, d in admin.describe_groups(groups).items()}
         for group in groups:
-            try:
-                if states[group] not in ("Empty", "Dead"):
-                    raise NonEmptyGroupError()
-                admin.delete_groups([group])
-            except NonEmptyGroupError:
-                print(f"groupkit: group {group!r} still has active members; stop them (or"
-                      " wait for their session to expire) and delete it again", file=sys.stderr)
-                status = max(status, Refused.exit_status)
-            except GroupIdNotFoundError:
-                print(f"groupkit: group {group!r} does not exist; check the name with"
-                      " 'groupkit groups list'", file=sys.stderr)
-                status = max(status, FAILED)
-            except BrokerError as exc:
-                print(f"groupkit: group {group!r} was not deleted: {exc}", file=sys.stderr)
-                status = max(status, FAILED)
-            else:
-                print(f"Deleted group {group!r}.")
+            status = max(status, _delete_one(admin, group, states[group]))
     return status
+
+
+def _delete_one(admin: Admin, group: str, state: str) -> int:
+    """Delete one group; print the outcome and return its exit status."""
+    from groupkit.errors import BrokerError, GroupIdNotFoundError, NonEmptyGroupError
+
+    busy = (f"groupkit: group {group!r} still has active members; stop them (or wait for their"
+            " sessions to expire) and delete it again")
+    # Kafka refuses a group with members (NON_EMPTY_GROUP); Tansu 0.6 deletes it, so the
+    # state is checked first, and the broker's refusal still counts.
+    if state not in INACTIVE_STATES:
+        print(busy, file=sys.stderr)
+        return Refused.exit_status
+    try:
+        admin.delete_groups([group])
+    except NonEmptyGroupError:
+        print(busy, file=sys.stderr)
+        return Refused.exit_status
+    except GroupIdNotFoundError:
+        print(f"groupkit: group {group!r} does not exist; check the name with"
+              " 'groupkit groups list'", file=sys.stderr)
+        return FAILED
+    except BrokerError as exc:
+        print(f"groupkit: group {group!r} was not deleted: {exc}", file=sys.stderr)
+        return FAILED
+    print(f"Deleted group {group!r}.")
+    return OK
 
 
 def delete_offsets(args: argparse.Namespace) -> int:

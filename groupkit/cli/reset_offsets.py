@@ -26,6 +26,7 @@ import attrs
 
 from assignors import TopicPartition
 from groupkit.cli.common import (
+    INACTIVE_STATES,
     OK,
     Refused,
     UsageError,
@@ -40,8 +41,6 @@ from groupkit.cli.common import (
 if TYPE_CHECKING:
     from groupkit.admin import Admin
 
-#: The states in which Kafka lets a group's offsets be reset.
-_INACTIVE = ("Empty", "Dead")
 _DURATION = re.compile(
     r"P(?:(?P<d>\d+)D)?(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d+)?)S)?)?",
     re.IGNORECASE)
@@ -102,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
                          " or --all-topics")
     with open_admin(args) as admin:
         state = admin.describe_groups([args.group])[args.group].state
-        if state not in _INACTIVE:
+        if state not in INACTIVE_STATES:
             raise Refused(f"group {args.group!r} is {state}: offsets can be reset only while"
                           " the group has no active members; stop its consumers (or wait for"
                           " their sessions to expire) and run this again")
