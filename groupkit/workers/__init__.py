@@ -5,7 +5,8 @@
 ``MyWorker`` and the settings, and supervises them until SIGTERM or SIGINT:
 
 - a worker that exits unexpectedly is started again after an exponential back-off
-  (``backoff_initial_s`` doubling up to ``backoff_max_s``); ``crash_loop_count`` failures within
+  (``backoff_initial_s`` doubling up to ``backoff_max_s``, jittered by up to 20% like every
+  back-off in groupkit); ``crash_loop_count`` failures within
   ``crash_loop_window_s`` stop the pool with exit status 1 and the last traceback logged; a
   worker whose class cannot be built stops the pool at once (status 3);
 - a worker that has not polled for ``max_poll_interval_ms`` plus ``liveness_grace_s`` is killed

@@ -7,9 +7,13 @@ back-off and crash-loop rules are unit-testable without spawning anything.
 
 from __future__ import annotations
 
+import random
 from collections import Counter, deque
+from collections.abc import Callable
 
 import attrs
+
+from groupkit.group.backoff import Backoff
 
 __all__ = ["CrashLoop", "RESTART_REASONS", "SlotBook", "SlotSummary"]
 
@@ -53,16 +57,24 @@ class SlotBook:
     """Counts per slot, exponential back-off per slot, crash-loop detection for the pool.
 
     Back-off: after its n-th crash within ``window_s`` a slot waits
-    ``min(backoff_initial_s * 2**(n-1), backoff_max_s)`` before it starts again. Crash loop:
-    ``crash_loop_count`` crashes (any slot) within ``window_s`` seconds.
+    ``min(backoff_initial_s * 2**(n-1), backoff_max_s)``, jittered by up to 20% (groupkit's one
+    back-off, ``groupkit.group.backoff``, so crashed slots do not restart in lockstep), before
+    it starts again. Crash loop: ``crash_loop_count`` crashes (any slot) within ``window_s``
+    seconds. ``jitter`` is the back-off's random source (tests pass a constant).
     """
 
     backoff_initial_s: float
     backoff_max_s: float
     crash_loop_count: int
     window_s: float
+    jitter: Callable[[], float] = random.random
     _slots: dict[int, _Slot] = attrs.field(factory=dict)
     _crashes: deque[float] = attrs.field(factory=deque)
+    _backoff: Backoff = attrs.field(init=False)
+
+    @_backoff.default
+    def _make_backoff(self) -> Backoff:
+        return Backoff(self.backoff_initial_s * 1000, self.backoff_max_s * 1000, self.jitter)
 
     def started(self, slot: int) -> None:
         """A process was started in ``slot``."""
@@ -85,8 +97,7 @@ class SlotBook:
         for times in (self._crashes, entry.crash_times):
             while times and times[0] < now - self.window_s:
                 times.popleft()
-        delay = min(self.backoff_initial_s * 2 ** (len(entry.crash_times) - 1),
-                    self.backoff_max_s)
+        delay = self._backoff.delay(len(entry.crash_times))
         entry.not_before = now + delay
         return delay
 

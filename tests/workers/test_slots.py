@@ -1,4 +1,6 @@
-"""SlotBook: back-off doubles per slot within the window, and a crash loop is K failures in T s."""
+"""SlotBook: back-off doubles per slot within the window, and a crash loop is K failures in T s.
+
+The back-off's jitter is pinned at its midpoint (factor 1.0) so delays are exact."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ from groupkit.workers.slots import CrashLoop, SlotBook
 
 
 def book() -> SlotBook:
-    return SlotBook(backoff_initial_s=0.5, backoff_max_s=4.0, crash_loop_count=4, window_s=60.0)
+    return SlotBook(backoff_initial_s=0.5, backoff_max_s=4.0, crash_loop_count=4, window_s=60.0,
+                    jitter=lambda: 0.5)
 
 
 def test_back_off_doubles_up_to_the_maximum_and_forgets_old_crashes() -> None:
@@ -47,3 +50,11 @@ def test_summary_counts_starts_exits_and_restarts_per_slot() -> None:
     first, second = b.summary()
     assert (first.slot, first.starts, first.exits, first.restarts) == (0, 2, 1, {"crashed": 1})
     assert (second.slot, second.starts, second.exits, second.restarts) == (1, 1, 0, {})
+
+
+def test_restart_delays_are_jittered_by_at_most_a_fifth_and_never_past_the_maximum() -> None:
+    low = SlotBook(0.5, 4.0, 100, 60.0, jitter=lambda: 0.0)
+    high = SlotBook(0.5, 4.0, 100, 60.0, jitter=lambda: 0.999999)
+    assert low.restart(0, "crashed", 0.0) == 0.4
+    assert 0.5999 < high.restart(0, "crashed", 0.0) < 0.6
+    assert [high.restart(0, "crashed", float(t)) for t in range(1, 6)][-1] == 4.0
