@@ -1,10 +1,14 @@
-"""The fetch lifecycle table of one partition: every state reachable, every wrong pair named."""
+"""The fetch lifecycle table of one partition: every state reachable, every wrong pair named,
+and the docs page drawn from it."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from groupkit.errors import IllegalStateError
+from groupkit.runtime.partition_diagram import render
 from groupkit.runtime.partition_state import (
     FAILED_STATES,
     TRANSITIONS,
@@ -15,6 +19,7 @@ from groupkit.runtime.partition_state import (
 
 S = PartitionState
 E = PartitionEvent
+DOC = Path(__file__).resolve().parents[2] / "docs" / "fetch-partition-states.md"
 
 
 def test_every_state_is_reachable_from_a_new_assignment() -> None:
@@ -55,3 +60,8 @@ def test_a_pair_missing_from_the_table_is_a_named_error(state: PartitionState,
                                                         event: PartitionEvent) -> None:
     with pytest.raises(IllegalStateError, match=f"{state.name} on {event.name}"):
         next_state(state, event)
+
+
+def test_the_docs_page_is_drawn_from_the_current_table() -> None:
+    assert DOC.read_text() == render() + "\n", \
+        "regenerate: python -m groupkit.runtime.partition_diagram > docs/fetch-partition-states.md"
