@@ -125,7 +125,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], title: str | No
     grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, title=title,
                  title_justify="left")
     for header, right in zip(headers, numeric, strict=True):
-        grid.add_column(header, no_wrap=True, justify="right" if right else "left")
+        # On a narrow terminal long values (member ids) fold inside their cell, never cut.
+        grid.add_column(header, overflow="fold", justify="right" if right else "left")
     for row in rows:
         grid.add_row(*(UNKNOWN if v is None else str(v) for v in row))
     return grid
