@@ -2,9 +2,11 @@
 
 from groupkit.group.config import GroupConfig
 from groupkit.group.error_actions import Action, Api, action_for
-from groupkit.group.machine import CommitFence, Coordinator, GroupMachine, RequestDecision
+from groupkit.group.machine import GroupMachine
 from groupkit.group.outputs import (
     Assigned,
+    CommitFence,
+    Coordinator,
     CoordinatorChanged,
     CoordinatorLost,
     Destination,
@@ -12,6 +14,7 @@ from groupkit.group.outputs import (
     Left,
     Lost,
     Output,
+    RequestDecision,
     Revoked,
     Send,
 )

@@ -11,9 +11,8 @@ state changes themselves are in ``states.TRANSITIONS``; error codes are read onl
 
 from __future__ import annotations
 
-import enum
 import random
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable
 
 import attrs
 
@@ -22,14 +21,16 @@ from groupkit.errors import (
     ErrorCode,
     GroupkitError,
     IllegalStateError,
-    InvalidAssignmentError,
     error_for_code,
 )
+from groupkit.group import requests
 from groupkit.group.backoff import Backoff
 from groupkit.group.config import GroupConfig
 from groupkit.group.error_actions import Action, Api, action_for
 from groupkit.group.outputs import (
     Assigned,
+    CommitFence,
+    Coordinator,
     CoordinatorChanged,
     CoordinatorLost,
     Destination,
@@ -37,10 +38,12 @@ from groupkit.group.outputs import (
     Left,
     Lost,
     Output,
+    RequestDecision,
     Revoked,
     Send,
 )
 from groupkit.group.protocol import GroupMember, GroupProtocol
+from groupkit.group.requests import RESPONSE_TYPES, RequestKind
 from groupkit.group.states import (
     ACTIVE_STATES,
     HEARTBEAT_STATES,
@@ -51,21 +54,10 @@ from groupkit.group.states import (
     next_state,
     reaction_for,
 )
-from groupkit.protocol.messages.find_coordinator import (
-    KEY_TYPE_GROUP,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-)
+from groupkit.protocol.messages.find_coordinator import FindCoordinatorResponse
 from groupkit.protocol.messages.group import (
-    HeartbeatRequest,
     HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupRequestProtocol,
     JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupRequestMember,
-    LeaveGroupResponse,
-    SyncGroupRequest,
     SyncGroupRequestAssignment,
     SyncGroupResponse,
 )
@@ -74,39 +66,6 @@ from groupkit.protocol.schema import Request, Response
 S = MemberState
 T = Trigger
 R = Reaction
-
-#: Added to the rebalance timeout for JoinGroup/SyncGroup, as the Java client does, so the
-#: coordinator's own timeout fires first.
-JOIN_TIMEOUT_LAPSE_MS = 5_000
-
-
-@attrs.frozen
-class Coordinator:
-    """The broker coordinating the group."""
-
-    node_id: int
-    host: str
-    port: int
-
-
-@attrs.frozen
-class CommitFence:
-    """The identity an OffsetCommit must carry so the coordinator can fence stale members."""
-
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-
-
-@attrs.frozen
-class RequestDecision:
-    """What to do with a failed OffsetCommit/OffsetFetch: retry after ``retry_after`` seconds,
-    or give up with ``error``. Exactly one of the two is set."""
-
-    action: Action
-    retry_after: float | None
-    error: GroupkitError | None
-
 
 @attrs.frozen
 class _Failure:
@@ -135,26 +94,9 @@ _API_NAMES = {
 }
 
 
-class _Kind(enum.Enum):
-    FIND = "FindCoordinator"
-    JOIN = "JoinGroup"
-    SYNC = "SyncGroup"
-    HEARTBEAT = "Heartbeat"
-    LEAVE = "LeaveGroup"
-
-
-_RESPONSE_TYPES: dict[_Kind, type[Response]] = {
-    _Kind.FIND: FindCoordinatorResponse,
-    _Kind.JOIN: JoinGroupResponse,
-    _Kind.SYNC: SyncGroupResponse,
-    _Kind.HEARTBEAT: HeartbeatResponse,
-    _Kind.LEAVE: LeaveGroupResponse,
-}
-
-
 @attrs.frozen
 class _InFlight:
-    kind: _Kind
+    kind: RequestKind
     generation_id: int
     member_id: str
     closing: bool = False
@@ -318,7 +260,7 @@ class GroupMachine:
         req = self._inflight.pop(token, None)
         if req is None:
             return
-        expected = _RESPONSE_TYPES[req.kind]
+        expected = RESPONSE_TYPES[req.kind]
         if not isinstance(response, expected):
             raise IllegalStateError(
                 f"request {token} was a {req.kind.value}, but the runtime passed a"
@@ -353,9 +295,9 @@ class GroupMachine:
             self._request_deadline = None
         elif token == self._heartbeat:
             self._heartbeat = None
-        if req.kind is _Kind.FIND:
+        if req.kind is RequestKind.FIND:
             self._back_off(now)
-        elif req.kind is _Kind.LEAVE:
+        elif req.kind is RequestKind.LEAVE:
             if req.closing and self._state is S.LEAVING:
                 self._finish_leave(f"LeaveGroup failed ({error}); the session will expire")
         else:
@@ -494,19 +436,18 @@ class GroupMachine:
                        for m in resp.members]
             try:
                 result = self.protocol.assign(resp.protocol_name, members)
-                assignments = _checked_assignments(members, result)
+                assignments = requests.leader_assignments(members, result)
             except GroupkitError as exc:
                 self._fail(exc)
                 return
         self._go(T.JOINED)
         self._session_deadline = now + self.config.session_timeout_ms / 1000
         self._heartbeat_due = now + self.config.heartbeat_interval_ms / 1000
-        self._main = self._send(_Kind.SYNC, SyncGroupRequest(
-            group_id=self.config.group_id, generation_id=self._generation_id,
-            member_id=self._member_id, group_instance_id=self.config.group_instance_id,
-            protocol_type=self.protocol.protocol_type, protocol_name=self._protocol_name,
-            assignments=assignments), self._join_timeout_ms())
-        self._request_deadline = now + self._join_timeout_ms() / 1000
+        timeout_ms = requests.join_timeout_ms(self.config)
+        self._main = self._send(RequestKind.SYNC, requests.sync_group(
+            self.config, self._generation_id, self._member_id, self.protocol.protocol_type,
+            self._protocol_name, assignments), timeout_ms)
+        self._request_deadline = now + timeout_ms / 1000
 
     def _on_sync(self, resp: SyncGroupResponse, now: float) -> None:
         code = resp.error_code
@@ -709,16 +650,14 @@ class GroupMachine:
         due = self._retry_at is None or now >= self._retry_at
         if st is S.COORDINATOR_UNKNOWN and self._main is None and due:
             self._retry_at = None
-            self._main = self._send(_Kind.FIND, FindCoordinatorRequest(
-                key=self.config.group_id, key_type=KEY_TYPE_GROUP,
-                coordinator_keys=[self.config.group_id]), None, Destination.ANY_BROKER)
+            self._main = self._send(RequestKind.FIND, requests.find_coordinator(self.config),
+                                    None, Destination.ANY_BROKER)
         elif st is S.PREPARING_REBALANCE and self._main is None and due:
             self._send_join(now, self._rejoin_reason)
         if self._state in HEARTBEAT_STATES and self._heartbeat is None \
                 and now >= self._heartbeat_due:
-            self._heartbeat = self._send(_Kind.HEARTBEAT, HeartbeatRequest(
-                group_id=self.config.group_id, generation_id=self._generation_id,
-                member_id=self._member_id, group_instance_id=self.config.group_instance_id))
+            self._heartbeat = self._send(RequestKind.HEARTBEAT, requests.heartbeat(
+                self.config, self._generation_id, self._member_id))
             self._heartbeat_due = now + self.config.heartbeat_interval_ms / 1000
 
     def _poll_expired(self, now: float) -> None:
@@ -743,24 +682,17 @@ class GroupMachine:
         self._retry_at = None
         self._abandon()
         self._go(T.JOIN_SENT)
-        self._main = self._send(_Kind.JOIN, JoinGroupRequest(
-            group_id=self.config.group_id, session_timeout_ms=self.config.session_timeout_ms,
-            rebalance_timeout_ms=self.config.rebalance_timeout_ms, member_id=self._member_id,
-            group_instance_id=self.config.group_instance_id,
-            protocol_type=self.protocol.protocol_type,
-            protocols=[JoinGroupRequestProtocol(name=name, metadata=metadata)
-                       for name, metadata in protocols],
-            reason=reason or None), self._join_timeout_ms())
-        self._request_deadline = now + self._join_timeout_ms() / 1000
+        timeout_ms = requests.join_timeout_ms(self.config)
+        self._main = self._send(RequestKind.JOIN, requests.join_group(
+            self.config, self.protocol.protocol_type, self._member_id, protocols, reason),
+            timeout_ms)
+        self._request_deadline = now + timeout_ms / 1000
 
     def _send_leave(self, reason: str, closing: bool) -> None:
-        self._send(_Kind.LEAVE, LeaveGroupRequest(
-            group_id=self.config.group_id, member_id=self._member_id,
-            members=[LeaveGroupRequestMember(
-                member_id=self._member_id, group_instance_id=self.config.group_instance_id,
-                reason=reason)]), None, closing=closing)
+        self._send(RequestKind.LEAVE, requests.leave_group(self.config, self._member_id, reason),
+                   None, closing=closing)
 
-    def _send(self, kind: _Kind, request: Request, timeout_ms: int | None = None,
+    def _send(self, kind: RequestKind, request: Request, timeout_ms: int | None = None,
               destination: Destination = Destination.COORDINATOR, closing: bool = False) -> int:
         token = self._next_token
         self._next_token += 1
@@ -768,27 +700,6 @@ class GroupMachine:
         self._outputs.append(Send(token, request, destination, timeout_ms))
         return token
 
-    def _join_timeout_ms(self) -> int:
-        return self.config.rebalance_timeout_ms + JOIN_TIMEOUT_LAPSE_MS
-
     def _go(self, trigger: Trigger) -> None:
         self._state = next_state(self._state, trigger)
 
-
-def _checked_assignments(members: Sequence[GroupMember],
-                         result: Mapping[str, bytes]) -> list[SyncGroupRequestAssignment]:
-    """The leader's assignments in member order, or InvalidAssignmentError naming the fault."""
-    ids = [m.member_id for m in members]
-    strangers = sorted(set(result) - set(ids))
-    if strangers:
-        raise InvalidAssignmentError(
-            f"the assignor assigned to {strangers}, which are not members of this generation")
-    missing = [i for i in ids if i not in result]
-    if missing:
-        raise InvalidAssignmentError(f"the assignor gave no assignment to members {missing}")
-    bad = [i for i in ids if not isinstance(result[i], bytes | bytearray) or not result[i]]
-    if bad:
-        raise InvalidAssignmentError(
-            f"the assignor gave members {bad} empty or non-bytes assignments; every member needs"
-            " real assignment bytes (an empty one makes Java members fail)")
-    return [SyncGroupRequestAssignment(member_id=i, assignment=bytes(result[i])) for i in ids]

@@ -1,4 +1,5 @@
-"""What the membership machine asks of the runtime and tells the application.
+"""What the membership machine asks of the runtime and tells the application, and the values
+the runtime reads from it (the coordinator, a commit's fence, a failed request's decision).
 
 Requests are unversioned message objects: the runtime picks the version its connection
 negotiated. Everything else is a fact that has happened.
@@ -12,7 +13,36 @@ from collections.abc import Hashable
 import attrs
 
 from groupkit.errors import GroupkitError
+from groupkit.group.error_actions import Action
 from groupkit.protocol.schema import Request
+
+
+@attrs.frozen
+class Coordinator:
+    """The broker coordinating the group."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+@attrs.frozen
+class CommitFence:
+    """The identity an OffsetCommit must carry so the coordinator can fence stale members."""
+
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+@attrs.frozen
+class RequestDecision:
+    """What to do with a failed OffsetCommit/OffsetFetch: retry after ``retry_after`` seconds,
+    or give up with ``error``. Exactly one of the two is set."""
+
+    action: Action
+    retry_after: float | None
+    error: GroupkitError | None
 
 
 class Destination(enum.Enum):

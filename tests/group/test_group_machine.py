@@ -29,7 +29,7 @@ from groupkit.group import (
     Revoked,
     Send,
 )
-from groupkit.group.machine import JOIN_TIMEOUT_LAPSE_MS
+from groupkit.group.requests import JOIN_TIMEOUT_LAPSE_MS
 from groupkit.protocol.messages.find_coordinator import FindCoordinatorRequest
 from groupkit.protocol.messages.group import (
     HeartbeatRequest,
