@@ -80,7 +80,7 @@ def terminal():
 
     def start(*args: str) -> Terminal:
         env = {"PATH": os.environ.get("PATH", ""), "TERM": "xterm-256color",
-               "COLUMNS": "160", "LINES": "40"}
+               "COLUMNS": "300", "LINES": "40"}
         t = Terminal([sys.executable, "-m", "groupkit.cli", *args], env)
         opened.append(t)
         return t
