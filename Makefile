@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test lint bench clean java
+.PHONY: venv demo test lint bench bench-quick clean java
 
 $(VENV)/.installed: pyproject.toml setup.py groupkit/protocol/_native.c
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,10 @@ java:
 	  "openjdk-17-jre-headless) or set JAVA_HOME" >&2; exit 1; }
 
 bench: venv
-	$(PY) bench/decode.py
+	$(PY) bench/all.py
+
+bench-quick: venv
+	$(PY) bench/all.py --quick
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,4 +1,4 @@
-"""Consumer-group benchmark: groupkit against kafka-python and confluent-kafka on one LocalBroker.
+"""Consumer-group benchmark: groupkit against aiokafka, kafka-python and confluent-kafka.
 
 Every member runs in a subprocess of its own (this file with ``member`` as first argument), so
 the CPU and memory measured are the member's alone and members of one group join in parallel;
@@ -11,8 +11,12 @@ auto-commit, earliest reset. Rows:
 - ``leave``: from one of 4 members closing (LeaveGroup) to the 3 others covering the topic again;
 - ``kill``: from SIGKILL of one of 3 members to the 2 others covering the topic again (session
   expiry bounds this one);
-- ``consume``: records/s of one member reading N records of 100 bytes from a 4-partition topic,
-  counted from its first record to its last;
+- ``first``: from "go" to the first record of a topic that already holds records (a new
+  group, earliest reset): joining, syncing, finding the offsets and the first fetch;
+- ``consume <codec>``: records/s of one member reading N records of 100 bytes from an
+  8-partition topic (written uncompressed, and snappy), counted from its first record to its
+  last; ``cpu`` is the member's CPU seconds from "go" to its last record, ``rss`` its peak
+  resident memory;
 - ``idle cpu`` / ``idle rss``: one joined member polling an empty topic for D seconds, CPU
   time over wall time and resident memory at the end, read from /proc.
 
@@ -29,6 +33,7 @@ import importlib
 import json
 import os
 import queue
+import random
 import signal
 import subprocess
 import sys
@@ -38,15 +43,22 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-CLIENTS = ("groupkit", "kafka-python", "confluent-kafka")
+from bench.table import Row, print_rows
+
+CLIENTS = ("groupkit", "aiokafka", "kafka-python", "confluent-kafka")
 ROWS = ("join", "leave", "kill", "consume", "idle")
+CODECS = ("none", "snappy")
 GROUP_PARTITIONS = 32
-CONSUME_PARTITIONS = 4
+CONSUME_PARTITIONS = 8
 SESSION_MS = 6000
 HEARTBEAT_MS = 500
 POLL_S = 0.5
 WAIT_S = 90.0
 VALUE = b"v" * 100
+# The consume rows' values: half random, so snappy compresses them about 2x, as it does
+# typical payloads (VALUE alone compresses 20x and a whole topic arrives in one fetch).
+_rng = random.Random(15)
+VALUES = [_rng.randbytes(50) + b"v" * 50 for _ in range(1000)]
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -139,13 +151,53 @@ def _confluent_member(bootstrap: str, group: str, topic: str, owned: _Owned
     return poll, consumer.close
 
 
-MEMBERS = {"groupkit": _groupkit_member, "kafka-python": _kafka_python_member,
-           "confluent-kafka": _confluent_member}
+def _aiokafka_member(bootstrap: str, group: str, topic: str, owned: _Owned
+                     ) -> tuple[Callable[[], int], Callable[[], None]]:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_assigned(self, assigned):  # type: ignore[no-untyped-def]
+            owned.add([tp.partition for tp in assigned])
+
+        def on_partitions_revoked(self, revoked):  # type: ignore[no-untyped-def]
+            owned.remove([tp.partition for tp in revoked])
+
+    loop = asyncio.new_event_loop()
+
+    async def start() -> AIOKafkaConsumer:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+            enable_auto_commit=False, session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            partition_assignment_strategy=(RangePartitionAssignor,))
+        consumer.subscribe([topic], listener=Listener())
+        await consumer.start()
+        return consumer
+
+    consumer = loop.run_until_complete(start())
+
+    def poll() -> int:
+        batches = loop.run_until_complete(consumer.getmany(timeout_ms=int(POLL_S * 1000)))
+        return sum(len(records) for records in batches.values())
+
+    def close() -> None:
+        loop.run_until_complete(consumer.stop())
+        loop.close()
+
+    return poll, close
+
+
+MEMBERS = {"groupkit": _groupkit_member, "aiokafka": _aiokafka_member,
+           "kafka-python": _kafka_python_member, "confluent-kafka": _confluent_member}
 
 # The modules each client's member function imports. A member loads them before it reports
 # "ready", so no row counts the interpreter importing a library (16 members importing at once
 # on two cores took over a second, longer for the client with more to import).
 CLIENT_MODULES = {"groupkit": ("groupkit.consumer",),
+                  "aiokafka": ("aiokafka", "aiokafka.coordinator.assignors.range"),
                   "kafka-python": ("kafka", "kafka.coordinator.assignors.range"),
                   "confluent-kafka": ("confluent_kafka",)}
 
@@ -166,6 +218,7 @@ def member_main(client: str, bootstrap: str, group: str, topic: str, target: int
     if commands.get() != "go":
         return
     owned = _Owned()
+    cpu = time.process_time()
     poll, close = MEMBERS[client](bootstrap, group, topic, owned)
     count, first = 0, 0.0
     while commands.empty():
@@ -174,7 +227,8 @@ def member_main(client: str, bootstrap: str, group: str, topic: str, target: int
             first = time.monotonic()
         count += got
         if target and count >= target:
-            _emit(consumed=count, first=first, last=time.monotonic())
+            _emit(consumed=count, first=first, last=time.monotonic(),
+                  cpu=time.process_time() - cpu, rss=peak_rss_mib())
             break
     close()
     _emit(left=True)
@@ -288,6 +342,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (VmHWM: unlike ru_maxrss, not inherited from the
+    parent that forked it)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -303,15 +366,16 @@ def make_topic(bootstrap: str, name: str, partitions: int) -> None:
         name].result(30)
 
 
-def produce(bootstrap: str, topic: str, n: int) -> None:
+def produce(bootstrap: str, topic: str, n: int, codec: str = "none") -> None:
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
-                         "batch.num.messages": 10000, "queue.buffering.max.messages": 200000})
+                         "batch.num.messages": 10000, "queue.buffering.max.messages": 200000,
+                         "compression.type": codec})
     for i in range(n):
         while True:
             try:
-                producer.produce(topic, VALUE, partition=i % CONSUME_PARTITIONS)
+                producer.produce(topic, VALUES[i % len(VALUES)], partition=i % CONSUME_PARTITIONS)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -319,22 +383,25 @@ def produce(bootstrap: str, topic: str, n: int) -> None:
         raise RuntimeError("could not produce the benchmark records")
 
 
-def consume_rate(client: str, bootstrap: str, group: str, topic: str, n: int) -> float:
-    """Records/s of one member reading ``n`` records, from its first record to its last."""
+def consume(client: str, bootstrap: str, group: str, topic: str, n: int) -> dict[str, float]:
+    """One member reading ``n`` records: its rate from first record to last, the time from
+    "go" to its first record, its CPU seconds and peak RSS."""
     (member,) = start_members(client, 1, bootstrap, group, topic, target=n)
     try:
-        go([member])
+        started = go([member])
         deadline = time.monotonic() + WAIT_S + n / 2000
         while (event := member.next_event(deadline)) is not None:
             if "consumed" in event:
-                return event["consumed"] / (event["last"] - event["first"])
+                return {"rate": event["consumed"] / (event["last"] - event["first"]),
+                        "first": event["first"] - started, "cpu": event["cpu"],
+                        "rss": event["rss"]}
         raise RuntimeError(f"{client} did not consume {n} records in time")
     finally:
         member.stop()
 
 
-def run_client(client: str, bootstrap: str, args: argparse.Namespace, consume_topic: str
-               ) -> dict[str, float]:
+def run_client(client: str, bootstrap: str, args: argparse.Namespace,
+               consume_topics: dict[str, str]) -> dict[str, float]:
     """Every selected row for one client, each on a topic and group of its own."""
     results: dict[str, float] = {}
     tag = f"{client}-{uuid.uuid4().hex[:6]}"
@@ -364,8 +431,13 @@ def run_client(client: str, bootstrap: str, args: argparse.Namespace, consume_to
             for m in members:
                 m.stop()
     if "consume" in args.rows:
-        results["consume"] = consume_rate(client, bootstrap, f"c-{tag}", consume_topic,
-                                          args.records)
+        for codec, topic in consume_topics.items():
+            got = consume(client, bootstrap, f"c-{tag}-{codec}", topic, args.records)
+            results[f"consume {codec}"] = got["rate"]
+            results[f"consume cpu {codec}"] = got["cpu"]
+            results[f"consume rss {codec}"] = got["rss"]
+            if codec == "none":
+                results["first"] = got["first"]
     if "idle" in args.rows:
         topic = f"i-{tag}"
         make_topic(bootstrap, topic, 1)
@@ -383,38 +455,49 @@ def run_client(client: str, bootstrap: str, args: argparse.Namespace, consume_to
 
 
 # Per row: unit, and whether a higher figure is better (for the ratio's direction).
-UNITS = {"join": ("s", False), "leave": ("s", False), "kill": ("s", False),
-         "consume": ("rec/s", True), "idle cpu": ("%", False), "idle rss": ("MiB", False)}
+def _unit(name: str) -> tuple[str, bool]:
+    if name.startswith("consume cpu"):
+        return "s", False
+    if name.startswith("consume rss"):
+        return "MiB", False
+    if name.startswith("consume"):
+        return "rec/s", True
+    return {"idle cpu": ("%", False), "idle rss": ("MiB", False)}.get(name, ("s", False))
 
 
-def table(results: dict[str, dict[str, float]]) -> str:
-    """Rows of figures per client, and each peer's figure as a ratio to groupkit's."""
-    clients = list(results)
-    peers = [c for c in clients if c != "groupkit"] if "groupkit" in clients else []
-    order = ["join 1", "join 4", "join 16", "leave", "kill", "consume", "idle cpu", "idle rss"]
+ORDER = ["join 1", "join 4", "join 16", "first", "leave", "kill", "consume none",
+         "consume cpu none", "consume rss none", "consume snappy", "consume cpu snappy",
+         "consume rss snappy", "idle cpu", "idle rss"]
+
+
+def rows(results: dict[str, dict[str, float]]) -> list[Row]:
+    """The figures per client as table rows, in ORDER."""
     names = sorted(dict.fromkeys(row for r in results.values() for row in r),
-                   key=lambda n: (order.index(n) if n in order else len(order), n))
-    head = ["row", "unit", *clients, *(f"groupkit vs {p}" for p in peers)]
-    lines = [head]
+                   key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
+    out = []
     for name in names:
-        unit, higher_better = UNITS[name.split(" ")[0] if name.startswith("join") else name]
-        cells = [name, unit]
-        for c in clients:
-            value = results[c].get(name)
-            cells.append("-" if value is None else f"{value:,.0f}" if value >= 1000
-                         else f"{value:.2f}")
-        for p in peers:
-            ours, theirs = results["groupkit"].get(name), results[p].get(name)
-            if not ours or not theirs:
-                cells.append("-")
-            else:
-                cells.append(f"{(ours / theirs if higher_better else theirs / ours):.2f}x")
-        lines.append(cells)
-    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
-    text = ["  ".join(cell.rjust(w) if i > 1 else cell.ljust(w)
-                      for i, (cell, w) in enumerate(zip(row, widths, strict=True))) for row in lines]
-    text.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(text)
+        unit, higher = _unit(name)
+        out.append(Row(name, unit, results.get("groupkit", {}).get(name),
+                       {c: r.get(name) for c, r in results.items() if c != "groupkit"},
+                       higher))
+    return out
+
+
+def measure(argv: list[str] | None = None) -> list[Row]:
+    """Every selected row (see main's options) for every selected client."""
+    args = _parser().parse_args(argv)
+    from groupkit.testing import LocalBroker
+
+    with LocalBroker() as broker:
+        bootstrap = broker.bootstrap_servers
+        consume_topics: dict[str, str] = {}
+        if "consume" in args.rows:
+            for codec in args.codecs:
+                topic = consume_topics[codec] = f"consume-{codec}-{uuid.uuid4().hex[:6]}"
+                make_topic(bootstrap, topic, CONSUME_PARTITIONS)
+                produce(bootstrap, topic, args.records, codec)
+        results = {c: run_client(c, bootstrap, args, consume_topics) for c in args.clients}
+    return rows(results)
 
 
 def _csv(choices: tuple[str, ...]) -> Callable[[str], list[str]]:
@@ -427,30 +510,24 @@ def _csv(choices: tuple[str, ...]) -> Callable[[str], list[str]]:
     return parse
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=_csv(CLIENTS), default=list(CLIENTS))
     parser.add_argument("--rows", type=_csv(ROWS), default=list(ROWS))
+    parser.add_argument("--codecs", type=_csv(CODECS), default=list(CODECS),
+                        help="how the consume rows' records are written")
     parser.add_argument("--members", type=lambda t: [int(x) for x in t.split(",")],
                         default=[1, 4, 16])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--idle-seconds", type=float, default=30.0)
-    args = parser.parse_args(argv)
+    return parser
 
-    from groupkit.testing import LocalBroker
 
-    with LocalBroker() as broker:
-        bootstrap = broker.bootstrap_servers
-        consume_topic = f"consume-{uuid.uuid4().hex[:6]}"
-        if "consume" in args.rows:
-            make_topic(bootstrap, consume_topic, CONSUME_PARTITIONS)
-            produce(bootstrap, consume_topic, args.records)
-        results = {c: run_client(c, bootstrap, args, consume_topic) for c in args.clients}
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     print(f"groupkit bench/group.py: members={args.members} records={args.records:,}"
           f" idle={args.idle_seconds:g}s session={SESSION_MS}ms heartbeat={HEARTBEAT_MS}ms")
-    print("ratios: the peer's time/CPU/RSS over groupkit's, or groupkit's rate over the peer's;"
-          " above 1x favours groupkit")
-    print(table(results))
+    print_rows(measure(argv))
     return 0
 
 

@@ -1,25 +1,34 @@
-"""Producer throughput: groupkit against kafka-python and confluent-kafka on one local broker.
+"""Producer throughput: groupkit against confluent-kafka, aiokafka and kafka-python.
 
-Each client sends N records of 100 bytes (null keys, no headers, no compression) to its own
-3-partition topic and flushes; the rate is N over the time from the first send to the end of
-the flush. All use the same settings: acks=all, linger 5 ms, 1,000,000-byte batches
-(confluent-kafka's default batch size). Every 1,000th record's delivery is checked. With
-``--repeat R`` the clients take turns R times and each keeps its best run, which evens out
-the noise of a shared machine.
+Each client sends N records of 100 bytes (null keys, no headers) to its own 3-partition topic
+and flushes; the rate is N over the time from the first send to the end of the flush. Three
+settings, each with the same options for every client: acks=all uncompressed, acks=0
+uncompressed, acks=all lz4; linger 5 ms, 1,000,000-byte batches (confluent-kafka's default
+batch size). Every 1,000th record's delivery is checked (acks=all). aiokafka sits out acks=0:
+the local broker answers acks=0 Produce requests (Kafka sends no answer), and aiokafka's
+connection fails on the unexpected answer. With ``--repeat R`` the
+clients take turns R times and each keeps its best run, which evens out the noise of a shared
+machine.
 
-    .venv/bin/python bench/produce.py [--records N] [--repeat R]
+    .venv/bin/python bench/produce.py [--records N] [--repeat R] [--settings all,0,lz4]
+        [--clients groupkit,confluent-kafka,aiokafka,kafka-python]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from groupkit.admin import Admin
-from groupkit.producer import Producer
-from groupkit.testing import LocalBroker
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.table import Row, print_rows  # noqa: E402
+from groupkit.admin import Admin  # noqa: E402
+from groupkit.producer import Producer  # noqa: E402
+from groupkit.testing import LocalBroker  # noqa: E402
 
 VALUE = bytes(range(100))
 PARTITIONS = 3
@@ -27,14 +36,17 @@ LINGER_MS = 5
 BATCH_BYTES = 1_000_000
 CHECK_EVERY = 1000
 WAIT = 120.0
+#: name -> (acks, compression)
+SETTINGS = {"all": ("all", None), "0": (0, None), "lz4": ("all", "lz4")}
+CLIENTS = ("groupkit", "confluent-kafka", "aiokafka", "kafka-python")
 
-#: (records/s from first send to flushed, records/s of the send calls alone)
-Rates = tuple[float, float]
+Run = Callable[[str, str, int, "str | int", "str | None"], float]
 
 
-def with_groupkit(bootstrap: str, topic: str, n: int) -> Rates:
-    with Producer(bootstrap_servers=bootstrap, acks="all", linger_ms=LINGER_MS,
-                  batch_size=BATCH_BYTES) as producer:
+def with_groupkit(bootstrap: str, topic: str, n: int, acks: str | int,
+                  compression: str | None) -> float:
+    with Producer(bootstrap_servers=bootstrap, acks=acks, compression=compression,
+                  linger_ms=LINGER_MS, batch_size=BATCH_BYTES) as producer:
         producer.partitions_for(topic)
         send = producer.send
         checked = []
@@ -43,19 +55,20 @@ def with_groupkit(bootstrap: str, topic: str, n: int) -> Rates:
             future = send(topic, VALUE)
             if i % CHECK_EVERY == 0:
                 checked.append(future)
-        sent = time.perf_counter()
         producer.flush(WAIT)
         done = time.perf_counter()
     for future in checked:
         future.result(0)
-    return n / (done - start), n / (sent - start)
+    return n / (done - start)
 
 
-def with_kafka_python(bootstrap: str, topic: str, n: int) -> Rates:
+def with_kafka_python(bootstrap: str, topic: str, n: int, acks: str | int,
+                      compression: str | None) -> float:
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=LINGER_MS,
-                             batch_size=BATCH_BYTES, max_request_size=2 * BATCH_BYTES)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=acks, compression_type=compression,
+                             linger_ms=LINGER_MS, batch_size=BATCH_BYTES,
+                             max_request_size=2 * BATCH_BYTES)
     try:
         producer.partitions_for(topic)
         send = producer.send
@@ -65,17 +78,48 @@ def with_kafka_python(bootstrap: str, topic: str, n: int) -> Rates:
             future = send(topic, VALUE)
             if i % CHECK_EVERY == 0:
                 checked.append(future)
-        sent = time.perf_counter()
         producer.flush(WAIT)
         done = time.perf_counter()
         for future in checked:
             future.get(0)
     finally:
         producer.close()
-    return n / (done - start), n / (sent - start)
+    return n / (done - start)
 
 
-def with_confluent(bootstrap: str, topic: str, n: int) -> Rates:
+def with_aiokafka(bootstrap: str, topic: str, n: int, acks: str | int,
+                  compression: str | None) -> float:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    async def run() -> float:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=acks,
+                                    compression_type=compression, linger_ms=LINGER_MS,
+                                    max_batch_size=BATCH_BYTES, max_request_size=2 * BATCH_BYTES)
+        await producer.start()
+        try:
+            await producer.partitions_for(topic)
+            send = producer.send
+            checked = []
+            start = time.perf_counter()
+            for i in range(n):
+                future = await send(topic, VALUE)
+                if i % CHECK_EVERY == 0:
+                    checked.append(future)
+            await producer.flush()
+            done = time.perf_counter()
+            for future in checked:
+                await future
+        finally:
+            await producer.stop()
+        return n / (done - start)
+
+    return asyncio.run(run())
+
+
+def with_confluent(bootstrap: str, topic: str, n: int, acks: str | int,
+                   compression: str | None) -> float:
     from confluent_kafka import Producer as ConfluentProducer
 
     errors: list[object] = []
@@ -86,7 +130,8 @@ def with_confluent(bootstrap: str, topic: str, n: int) -> Rates:
         if err is not None:
             errors.append(err)
 
-    producer = ConfluentProducer({"bootstrap.servers": bootstrap, "acks": "all",
+    producer = ConfluentProducer({"bootstrap.servers": bootstrap, "acks": acks,
+                                  "compression.type": compression or "none",
                                   "linger.ms": LINGER_MS, "batch.size": BATCH_BYTES,
                                   "log_level": 0})
     producer.list_topics(topic, timeout=10)
@@ -102,43 +147,62 @@ def with_confluent(bootstrap: str, topic: str, n: int) -> Rates:
                 break
             except BufferError:
                 poll(0.001)
-    sent = time.perf_counter()
     left = producer.flush(WAIT)
     done = time.perf_counter()
     if left or errors or delivered[0] != (n + CHECK_EVERY - 1) // CHECK_EVERY:
         raise SystemExit(f"confluent-kafka: {left} undelivered, errors {errors[:3]}")
-    return n / (done - start), n / (sent - start)
+    return n / (done - start)
+
+
+RUNS: dict[str, Run] = {"groupkit": with_groupkit, "confluent-kafka": with_confluent,
+                        "aiokafka": with_aiokafka, "kafka-python": with_kafka_python}
+
+
+def measure(n: int = 1_000_000, repeat: int = 2, settings: tuple[str, ...] = tuple(SETTINGS),
+            clients: tuple[str, ...] = CLIENTS, bootstrap: str | None = None) -> list[Row]:
+    """One row per setting: records/s of groupkit and each peer (best of ``repeat``)."""
+    if bootstrap is None:
+        with LocalBroker() as broker:
+            return measure(n, repeat, settings, clients, broker.bootstrap_servers)
+    best: dict[tuple[str, str], float] = {}
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        for round_ in range(repeat):
+            for setting in settings:
+                acks, compression = SETTINGS[setting]
+                topics = {c: f"bench-produce-{c}-{setting}-{round_}-{time.monotonic_ns()}"
+                          for c in clients}
+                admin.create_topics(list(topics.values()), num_partitions=PARTITIONS)
+                for client in clients:
+                    if client == "aiokafka" and acks == 0:
+                        continue
+                    gc.collect()
+                    rate = RUNS[client](bootstrap, topics[client], n, acks, compression)
+                    best[client, setting] = max(best.get((client, setting), 0.0), rate)
+    rows = []
+    for setting in settings:
+        acks, compression = SETTINGS[setting]
+        name = f"produce acks={acks}" + (f" {compression}" if compression else "")
+        rows.append(Row(name, "rec/s", best.get(("groupkit", setting)),
+                        {c: best.get((c, setting)) for c in clients if c != "groupkit"}, True))
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000, help="records per client")
-    parser.add_argument("--repeat", type=int, default=1,
+    parser.add_argument("--repeat", type=int, default=2,
                         help="rounds of all clients, interleaved; each client's best is kept")
+    parser.add_argument("--settings", default=",".join(SETTINGS),
+                        help=f"comma-separated, from {', '.join(SETTINGS)}")
+    parser.add_argument("--clients", default=",".join(CLIENTS),
+                        help=f"comma-separated, from {', '.join(CLIENTS)}")
     args = parser.parse_args()
-    n = args.records
-    clients: dict[str, Callable[[str, str, int], Rates]] = {
-        "groupkit": with_groupkit,
-        "kafka-python": with_kafka_python,
-        "confluent-kafka": with_confluent,
-    }
-    results: dict[str, Rates] = {}
-    with LocalBroker() as broker, Admin(bootstrap_servers=broker.bootstrap_servers) as admin:
-        for round_ in range(args.repeat):
-            admin.create_topics([f"bench-{name}-{round_}" for name in clients],
-                                num_partitions=PARTITIONS)
-            for name, run in clients.items():
-                gc.collect()
-                rates = run(broker.bootstrap_servers, f"bench-{name}-{round_}", n)
-                results[name] = max(results.get(name, rates), rates)
-    print(f"{n:,} records of {len(VALUE)} bytes, acks=all, linger {LINGER_MS} ms, "
-          f"{BATCH_BYTES:,}-byte batches, {PARTITIONS} partitions (Tansu, loopback)")
-    print(f"  {'client':<16} {'records/s':>12} {'send() calls/s':>16}")
-    for name, (total, calls) in results.items():
-        print(f"  {name:<16} {total:>12,.0f} {calls:>16,.0f}")
-    ours = results["groupkit"][0]
-    for peer in ("kafka-python", "confluent-kafka"):
-        print(f"  groupkit/{peer} = {ours / results[peer][0]:.2f}x")
+    settings = tuple(s for s in args.settings.split(",") if s)
+    clients = tuple(c for c in args.clients.split(",") if c)
+    print(f"produce: {args.records:,} records of {len(VALUE)} B per client, linger {LINGER_MS} ms,"
+          f" {BATCH_BYTES:,}-byte batches, {PARTITIONS} partitions, best of {args.repeat}"
+          " (Tansu, loopback)")
+    print_rows(measure(args.records, args.repeat, settings, clients))
 
 
 if __name__ == "__main__":

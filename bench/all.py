@@ -1,0 +1,50 @@
+"""``make bench``: every comparison benchmark in one run, and one table of ratios.
+
+Runs, in this order: record decoding (bench/decode.py, every codec), producing
+(bench/produce.py: acks=all, acks=0, lz4) and the consumer group (bench/group.py: join, first
+record, leave, kill, consume none/snappy with CPU and peak RSS, idle CPU and RSS), groupkit
+against aiokafka, confluent-kafka and kafka-python on the same input in the same run, and prints
+their rows as one table. A ratio above 1x favours groupkit. ``--quick`` runs smaller inputs
+(about 5 minutes instead of about 15 on two cores).
+
+    .venv/bin/python bench/all.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import decode, group, produce  # noqa: E402
+from bench.table import print_rows  # noqa: E402
+from groupkit.protocol import native_available  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller inputs, fewer rounds")
+    args = parser.parse_args()
+    records = 200_000 if args.quick else 1_000_000
+    repeat = 2 if args.quick else 3
+    started = time.monotonic()
+    cpus = len(__import__("os").sched_getaffinity(0))
+    print(f"make bench: {records:,} records of 100 B per row, Python {platform.python_version()},"
+          f" {platform.machine()}, {cpus} CPUs, C record loops "
+          f"{'built' if native_available else 'NOT built'}", flush=True)
+    rows = decode.measure(records, repeat)
+    print(f"  decode done ({time.monotonic() - started:.0f} s)", flush=True)
+    rows += produce.measure(records, max(1, repeat - 1))
+    print(f"  produce done ({time.monotonic() - started:.0f} s)", flush=True)
+    rows += group.measure(["--records", str(records), "--members", "1,4,16",
+                           "--idle-seconds", "10" if args.quick else "30"])
+    print(f"  group done ({time.monotonic() - started:.0f} s)", flush=True)
+    print_rows(rows)
+
+
+if __name__ == "__main__":
+    main()
