@@ -400,3 +400,41 @@ def test_an_error_in_an_answer_fetched_ahead_comes_after_the_records_before_it()
             fetcher.take(100)
     finally:
         fetcher.close(5)
+
+
+class HeldLookup:
+    """An offsets lookup whose first answer (offset 100) is held until released; later lookups
+    answer offset 3 at once."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def list_offsets(self, tps: list[TopicPartition], strategy: str,
+                     timeout: float) -> dict[TopicPartition, int]:
+        self.calls += 1
+        if self.calls == 1:
+            self.entered.set()
+            assert self.release.wait(10), "the test never released the first lookup"
+            return dict.fromkeys(tps, 100)
+        return dict.fromkeys(tps, 3)
+
+
+def test_a_lookup_that_outlived_a_revoke_does_not_position_the_partition_assigned_again() -> None:
+    # The first answer predates the revoke (and the commit an application makes on revoke):
+    # the partition assigned again is looked up afresh.
+    lookup = HeldLookup()
+    config = ConsumerConfig(bootstrap_servers="h:1", auto_offset_reset="earliest")
+    fetcher = Fetcher(FakeCluster(), config, lookup)  # type: ignore[arg-type]
+    fetcher.assign([TP])
+    fetcher.start()
+    try:
+        assert lookup.entered.wait(10)
+        fetcher.assign([])
+        fetcher.assign([TP])
+        lookup.release.set()
+        assert fetcher.position(TP, 10) == 3
+        assert lookup.calls == 2
+    finally:
+        fetcher.close(5)
