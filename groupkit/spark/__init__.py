@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from groupkit.spark.commits import GroupCommitListener
 
 from groupkit.spark.commits import await_commits
+from groupkit.spark.pipeline import SparkPipeline
 
-__all__ = ["await_commits", "register"]
+__all__ = ["SparkPipeline", "await_commits", "register"]
 
 
 def register(spark: SparkSession, commit_settings: Mapping[str, Any] | None = None

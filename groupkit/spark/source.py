@@ -63,7 +63,7 @@ def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.Reco
     span: OffsetRange = partition.value
     for records in read_range(options.settings, span, options.fail_on_data_loss,
                               options.poll_timeout_ms):
-        yield to_arrow(records, options.include_headers)
+        yield to_arrow(records, options.include_headers, span.tp)
 
 
 def _lost(options: SourceOptions, message: str) -> None:

@@ -80,3 +80,16 @@ def test_bad_options_raise_config_error_naming_them(extra: dict[str, str], strea
 def test_bootstrap_servers_is_required() -> None:
     with pytest.raises(ConfigError, match="kafka.bootstrap.servers is required"):
         SourceOptions.parse({"subscribe": "t"}, streaming=True)
+
+
+def test_arrow_batches_keep_each_record_partition() -> None:
+    from groupkit.consumer import ConsumerRecord
+    from groupkit.spark.records import to_arrow
+
+    records = [ConsumerRecord(offset=o, timestamp=1_700_000_000_000 + o, key=None,
+                              value=b"v%d" % o, topic=t, partition=p)
+               for o, (t, p) in enumerate([("a", 0), ("b", 1), ("b", 1), ("a", 0)])]
+    batch = to_arrow(records, include_headers=False)
+    assert batch.column("topic").to_pylist() == ["a", "b", "b", "a"]
+    assert batch.column("partition").to_pylist() == [0, 1, 1, 0]
+    assert batch.column("timestamp")[1].value == (1_700_000_000_000 + 1) * 1000

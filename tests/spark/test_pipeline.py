@@ -1,0 +1,124 @@
+"""SparkPipeline: DataFrames from Arrow in the Kafka source's schema, commits only after a batch
+is processed, and nothing lost when the process is killed mid-batch."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assignors import TopicPartition
+from groupkit import Admin
+from groupkit.errors import ConfigError
+from groupkit.spark import SparkPipeline
+from tests.spark.pipeline_worker import SETTINGS, ParquetSink
+from tests.spark.test_batch_read import SPARK_KAFKA_SCHEMA
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _committed(servers: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    with Admin(bootstrap_servers=servers) as admin:
+        found = admin.list_group_offsets(group, [TopicPartition(topic, p)
+                                                 for p in range(partitions)])
+    return {tp.partition: c.offset for tp, c in found.items()}
+
+
+def _run_in_thread(pipeline: SparkPipeline, timeout: float) -> None:
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            pipeline.run()
+        except BaseException as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        pipeline.stop()
+        thread.join(30)
+        pytest.fail(f"the pipeline did not reach the log end within {timeout} s")
+    if failure:
+        raise failure[0]
+
+
+def test_batches_are_kafka_schema_dataframes_committed_after_processing(
+        spark: Any, kafka_broker: Any, topic_with_batches: Callable[..., str],
+        unique_name: Callable[[str], str]) -> None:
+    servers = kafka_broker.bootstrap_servers
+    topic = topic_with_batches(partitions=2, batches=1, per_batch=30)
+    group = unique_name("p")
+    seen: list[tuple[int, int, Any, dict[int, int]]] = []
+
+    class Recorder(SparkPipeline):
+        def process_dataframe(self, df: Any, batch_id: int) -> None:
+            # What the group holds while the batch is processed: none of this batch yet.
+            seen.append((batch_id, df.count(), df.schema, _committed(servers, group, topic, 2)))
+            if sum(n for _, n, _, _ in seen) >= 60:
+                self.stop()
+
+    _run_in_thread(Recorder(spark=spark, topics=[topic], group_id=group, bootstrap_servers=servers,
+                            **{**SETTINGS, "batch_max_records": 25}), 90)
+    assert [b for b, _, _, _ in seen] == list(range(len(seen)))
+    assert all(n <= 25 for _, n, _, _ in seen) and sum(n for _, n, _, _ in seen) == 60
+    assert all(schema == SPARK_KAFKA_SCHEMA for _, _, schema, _ in seen)
+    assert seen[0][3] == {}
+    assert _committed(servers, group, topic, 2) == {0: 30, 1: 30}
+
+
+def test_bad_pipeline_settings_raise_config_error() -> None:
+    class P(SparkPipeline):
+        pass
+
+    with pytest.raises(ConfigError, match="batch_max_records must be a positive integer"):
+        P(topics=["t"], group_id="g", bootstrap_servers="h:1", batch_max_records=0)
+    with pytest.raises(ConfigError, match="on_error='stop'"):
+        P(topics=["t"], group_id="g", bootstrap_servers="h:1", on_error="skip")
+
+
+def test_killed_mid_batch_nothing_is_lost_and_commits_never_pass_the_sink(
+        spark: Any, kafka_broker: Any, topic_with_batches: Callable[..., str],
+        unique_name: Callable[[str], str], tmp_path: Path) -> None:
+    servers = kafka_broker.bootstrap_servers
+    topic = topic_with_batches(partitions=4, batches=3, per_batch=50)
+    group = unique_name("kill")
+    sink, marker = tmp_path / "sink", tmp_path / "stalled"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.spark.pipeline_worker", servers, topic, group, str(sink),
+         str(marker), "2"], cwd=ROOT, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "the worker never reached batch 2"
+            time.sleep(0.2)
+    finally:
+        # SIGKILL the worker and its JVM (its own process group), in the middle of batch 2.
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    written = spark.read.parquet(str(sink)).groupBy("partition").max("offset").collect()
+    sink_ends = {r[0]: r[1] + 1 for r in written}
+    committed = _committed(servers, group, topic, 4)
+    assert committed, "batches 0 and 1 were processed and committed before the kill"
+    assert all(o <= sink_ends.get(p, 0) for p, o in committed.items()), (committed, sink_ends)
+
+    ends = dict.fromkeys(range(4), 150)
+    _run_in_thread(ParquetSink(str(sink), ends=ends, spark=spark, topics=[topic], group_id=group,
+                               bootstrap_servers=servers, **SETTINGS), 120)
+    rows = {(r.partition, r.offset, bytes(r.value)) for r in spark.read.parquet(str(sink))
+            .collect()}
+    assert rows == {(p, o, f"{p}-{o}".encode()) for p in range(4) for o in range(150)}
+    assert _committed(servers, group, topic, 4) == ends
