@@ -22,6 +22,7 @@ pytestmark = pytest.mark.broker
 
 SETTLE_TIMEOUT = 30.0
 TOPIC_PARTITIONS = {"left": 3, "right": 2}
+LEAVE_GROUP_KEY = 13
 
 
 @pytest.fixture
@@ -34,10 +35,25 @@ def held(entries: list[tuple[str, list[int]]]) -> list[tuple[str, int]]:
     return [(topic, p) for topic, numbers in entries for p in numbers]
 
 
+def claimed_after_leave(exchanges: list, group: str) -> bool:
+    """Whether the confluent-kafka member rejoined, claiming partitions, after the kafka-python
+    member's LeaveGroup passed."""
+    left = [e.seq for e in exchanges
+            if e.api_key == LEAVE_GROUP_KEY and e.client_id == "kafka-python-live"]
+    return bool(left) and any(
+        j.seq > left[0] and j.client_id == "confluent-kafka-live" and any(
+            Subscription.decode(metadata).owned_partitions for _, metadata in j.protocols)
+        for j in group_traffic(exchanges, group)[0])
+
+
 def run_group(proxy: RecordingProxy, unique_name: Callable[[str], str], strategy: str,
-              ) -> tuple[list[JoinSeen], list[SyncSeen], dict[str, int], int]:
+              claim: bool = False) -> tuple[list[JoinSeen], list[SyncSeen], dict[str, int], int]:
     """Start a kafka-python member, let it settle, add a confluent-kafka member, wait until
-    the group settles with both; return the group's traffic, topics and settled generation."""
+    the group settles with both; return the group's traffic, topics and settled generation.
+
+    With ``claim``, the kafka-python member then leaves and the traffic runs until the
+    confluent-kafka member has rejoined claiming what it holds (cooperative protocols): a
+    rejoin while holding partitions that does not depend on timing."""
     group = unique_name("peers")
     topics = {f"{group}-{suffix}": count for suffix, count in TOPIC_PARTITIONS.items()}
     with Admin(bootstrap_servers=proxy.bootstrap_servers) as admin:
@@ -58,6 +74,11 @@ def run_group(proxy: RecordingProxy, unique_name: Callable[[str], str], strategy
                     group_traffic(exchanges, group)[1], ids, everything) is not None,
                 SETTLE_TIMEOUT, f"the group to settle with {sorted(ids)}")
             generation = settled_generation(group_traffic(seen, group)[1], ids, everything)
+        if claim:
+            members[0].stop()
+            seen = proxy.wait_until(lambda exchanges: claimed_after_leave(exchanges, group),
+                                    SETTLE_TIMEOUT, "the confluent-kafka member to rejoin "
+                                    "claiming its partitions after the other left")
     finally:
         for member in reversed(members):
             member.stop()
@@ -85,8 +106,11 @@ def check_group(joins: list[JoinSeen], syncs: list[SyncSeen], topics: dict[str, 
     answered = [s for s in syncs if s.error_code == 0 and s.assignment is not None]
     for sync in answered:
         Assignment.decode(sync.assignment)
-    final = [held(Assignment.decode(s.assignment).partitions) for s in answered
-             if s.generation_id == generation]
+    # A member may sync more than once in a generation (a broker may answer a rejoin with the
+    # same generation): what it holds is its last answer.
+    last = {s.member_id: s.assignment for s in sorted(answered, key=lambda s: s.seq)
+            if s.generation_id == generation}
+    final = [held(Assignment.decode(data).partitions) for data in last.values() if data]
     assert len(final) == 2
     assert sorted(tp for part in final for tp in part) == sorted(everything)
 
@@ -99,19 +123,30 @@ def test_eager_range_group_bytes_decode_and_cover_every_partition_once(
 
 def test_cooperative_sticky_group_bytes_decode_and_owned_partitions_match(
         proxy: RecordingProxy, unique_name: Callable[[str], str]) -> None:
-    joins, syncs, topics, generation = run_group(proxy, unique_name, "cooperative-sticky")
+    # The race behind the flaky ``claims > 0``: kafka-python 3.0 may send a JoinGroup without
+    # adopting a SyncGroup answer it already received (seen through the proxy: the answer
+    # passed, then a JoinGroup claiming nothing or the assignment before it). When it claims
+    # nothing right after its first SyncGroup and the confluent-kafka member arrives just then,
+    # nobody owns anything, the next generation settles at once and no join claims partitions.
+    # So the test no longer hopes for a claim: the kafka-python member leaves once the group
+    # has settled and the test waits for the confluent-kafka member to rejoin claiming what it
+    # holds. Every claim must decode to an assignment that member was really given before.
+    joins, syncs, topics, generation = run_group(proxy, unique_name, "cooperative-sticky",
+                                                 claim=True)
     check_group(joins, syncs, topics, generation)
     claims = 0
     for join in joins:
-        answered = sorted((s.answered_seq, s.assignment) for s in syncs
-                          if s.member_id == join.member_id and s.error_code == 0
-                          and s.answered_seq is not None and s.answered_seq < join.seq
-                          and s.assignment is not None)
-        before = (set(held(Assignment.decode(answered[-1][1]).partitions))
-                  if answered else set())
+        answered = [set(held(Assignment.decode(s.assignment).partitions))
+                    for s in sorted(syncs, key=lambda s: s.answered_seq or 0)
+                    if s.member_id == join.member_id and s.error_code == 0
+                    and s.answered_seq is not None and s.answered_seq < join.seq
+                    and s.assignment is not None]
         for _, metadata in join.protocols:
             owned = set(held(Subscription.decode(metadata).owned_partitions))
-            # Claiming nothing is allowed: a member may rejoin before adopting what it got.
-            assert owned in (set(), before), f"{join.client_id} claims {owned}, got {before}"
+            assert owned == set() or owned in answered, (
+                f"{join.client_id} claims {owned}, was given {answered}")
+            if join.client_id == "confluent-kafka-live" and owned:
+                # librdkafka adopts each answer before it rejoins: it claims the latest.
+                assert owned == answered[-1]
             claims += bool(owned)
     assert claims > 0
