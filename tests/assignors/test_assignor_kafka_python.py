@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from assignor_groups import groups
 from hypothesis import given
-from kafka_python_peer import peer_assign
 
 from assignors import ClusterView, MemberSubscription, lookup
+from tests.assignors.assignor_groups import groups
+from tests.assignors.kafka_python_peer import peer_assign
 
 
 def ours(name: str, cluster: ClusterView, members: dict) -> dict:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from assignor_groups import (
+from hypothesis import given
+
+from assignors import MemberSubscription, lookup, transferred_partitions
+from tests.assignors.assignor_groups import (
     check_valid,
     counts,
     groups,
@@ -13,9 +16,6 @@ from assignor_groups import (
     previous_owners,
     subscribed_partitions,
 )
-from hypothesis import given
-
-from assignors import MemberSubscription, lookup, transferred_partitions
 
 EAGER_NAMES = ["range", "roundrobin", "sticky"]
 ALL_NAMES = [*EAGER_NAMES, "cooperative-sticky"]

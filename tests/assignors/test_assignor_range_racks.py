@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from assignor_groups import check_valid, groups
 from hypothesis import given
 from hypothesis import strategies as st
 
 from assignors import ClusterView, MemberSubscription, TopicPartition, lookup
+from tests.assignors.assignor_groups import check_valid, groups
 
 RACKS = ["r0", "r1", "r2"]
 

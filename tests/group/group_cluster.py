@@ -11,7 +11,6 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from fake_coordinator import FakeCoordinator, GroupState
 
 from groupkit.group import (
     Assigned,
@@ -25,6 +24,7 @@ from groupkit.group import (
     Send,
 )
 from groupkit.protocol.messages.find_coordinator import FindCoordinatorResponse
+from tests.group.fake_coordinator import FakeCoordinator, GroupState
 
 COORDINATOR_NODE = (1, "broker-1", 9092)
 

@@ -6,7 +6,6 @@ from collections.abc import Hashable
 from typing import Any
 
 import attrs
-from group_cluster import UnitsProtocol
 
 from groupkit.group import GroupConfig, GroupMachine, Output, Send
 from groupkit.protocol.messages.find_coordinator import (
@@ -23,6 +22,7 @@ from groupkit.protocol.messages.group import (
     SyncGroupResponse,
 )
 from groupkit.protocol.schema import Request, Response
+from tests.group.group_cluster import UnitsProtocol
 
 
 @attrs.define

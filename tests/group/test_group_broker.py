@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 import attrs
 import pytest
-from group_cluster import UnitsProtocol
 
 from groupkit.group import (
     Assigned,
@@ -31,6 +30,7 @@ from groupkit.group import (
 from groupkit.runtime.connection import BrokerConnection
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.group.group_cluster import UnitsProtocol
 
 pytestmark = pytest.mark.broker
 

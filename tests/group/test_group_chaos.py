@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from group_cluster import UnitsProtocol
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -43,6 +42,7 @@ from groupkit.protocol.messages.group import (
     SyncGroupResponse,
 )
 from groupkit.protocol.schema import Response
+from tests.group.group_cluster import UnitsProtocol
 
 S = MemberState
 CODES = sorted({code for rows in ERROR_ACTIONS.values() for code in rows} | {19, 9999})

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from fake_coordinator import GroupState
-from group_cluster import Cluster, UnitsProtocol
 from hypothesis import given
 from hypothesis import strategies as st
 
 from groupkit.group import Assigned, Left, Lost, MemberState, Revoked
+from tests.group.fake_coordinator import GroupState
+from tests.group.group_cluster import Cluster, UnitsProtocol
 
 ALL_UNITS = frozenset(UnitsProtocol().units)
 

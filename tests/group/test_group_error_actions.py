@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from group_cluster import UnitsProtocol
-from group_driver import Driver
 
 from groupkit.errors import BrokerError, CommitFailedError, ErrorCode, error_for_code
 from groupkit.group import (
@@ -34,6 +32,8 @@ from groupkit.protocol.messages.group import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from tests.group.group_cluster import UnitsProtocol
+from tests.group.group_driver import Driver
 
 S = MemberState
 BACKOFF = 0.1  # retry_backoff_ms=100 with the jitter draw at its midpoint (factor 1.0)

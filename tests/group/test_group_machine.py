@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 
 import pytest
-from group_cluster import UnitsProtocol
-from group_driver import Driver
 
 from groupkit.errors import (
     CommitFailedError,
@@ -40,6 +38,8 @@ from groupkit.protocol.messages.group import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from tests.group.group_cluster import UnitsProtocol
+from tests.group.group_driver import Driver
 
 S = MemberState
 

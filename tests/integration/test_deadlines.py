@@ -20,7 +20,7 @@ from groupkit.consumer import Consumer
 from groupkit.errors import GroupkitError, RequestTimeoutError
 from groupkit.producer import Producer
 from groupkit.testing import LocalBroker
-from tests.consumer_helpers import FAST_GROUP, make_topic, wait_for
+from tests.support.consumer_helpers import FAST_GROUP, make_topic, wait_for
 
 pytestmark = pytest.mark.broker
 

@@ -10,7 +10,6 @@ import time
 from typing import Any
 
 import pytest
-from metrics_scrape import eventually, healthz, scrape, value, values
 
 from assignors import TopicPartition
 from groupkit.admin import Admin
@@ -20,6 +19,7 @@ from groupkit.metrics import PrometheusMetrics, serve
 from groupkit.producer import Producer
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.integration.metrics_scrape import eventually, healthz, scrape, value, values
 
 pytestmark = pytest.mark.broker
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from metrics_scrape import eventually, scrape, value
 from test_metrics_group import WAIT, make_topic
 
 from groupkit.metrics import mark_process_dead, multiprocess_registry, serve
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.integration.metrics_scrape import eventually, scrape, value
 
 pytestmark = pytest.mark.broker
 

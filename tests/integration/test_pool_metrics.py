@@ -8,11 +8,11 @@ import re
 import signal
 
 import pytest
-from metrics_scrape import healthz, scrape, value
 from test_pool import PoolProcess, eventually, make_topic, pools  # noqa: F401
 
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.integration.metrics_scrape import healthz, scrape, value
 
 pytestmark = pytest.mark.broker
 

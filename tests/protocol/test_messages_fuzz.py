@@ -12,10 +12,10 @@ import time
 import tracemalloc
 
 import pytest
-import strategies as gs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tests.protocol.strategies as gs
 from groupkit.errors import CorruptFrame
 from groupkit.protocol.messages.group import SyncGroupResponse
 from groupkit.protocol.schema import Message

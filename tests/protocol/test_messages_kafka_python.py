@@ -15,12 +15,12 @@ from typing import Any
 import attrs
 import kafka.protocol as kafka_protocol
 import pytest
-import strategies as gs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.protocol import api_message
 from kafka.protocol.schemas.fields.codecs import types as kp_types
 
+import tests.protocol.strategies as gs
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import Message
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import attrs
 import pytest
-import strategies as gs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tests.protocol.strategies as gs
 from groupkit.errors import FieldVersionError
 from groupkit.protocol.registry import REQUESTS
 from groupkit.protocol.schema import Message

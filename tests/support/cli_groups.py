@@ -18,7 +18,7 @@ from groupkit.admin import Admin
 from groupkit.cli import main
 from groupkit.consumer import Consumer
 from groupkit.producer import Producer
-from tests.consumer_helpers import FAST_GROUP, wait_for
+from tests.support.consumer_helpers import FAST_GROUP, wait_for
 from tests.support.peers import KafkaPythonMember
 
 WAIT = 30.0

@@ -12,7 +12,7 @@ import pytest
 from assignors import TopicPartition
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
-from tests.consumer_helpers import (
+from tests.support.consumer_helpers import (
     ConfluentMember,
     GroupkitMember,
     KafkaPythonMember,

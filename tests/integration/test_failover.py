@@ -9,7 +9,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
-from group_workers import (
+
+from groupkit.testing import LocalBroker
+from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.support.group_workers import (
     Board,
     ConfluentMember,
     InThread,
@@ -20,9 +23,6 @@ from group_workers import (
     create_topic,
     produce,
 )
-
-from groupkit.testing import LocalBroker
-from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 
 pytestmark = pytest.mark.broker
 WAIT = 45.0

@@ -15,7 +15,7 @@ from groupkit.errors import CommitFailedError, IllegalStateError, NoOffsetForPar
 from groupkit.hooks import HeartbeatAnswered, RebalanceStarted
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
-from tests.consumer_helpers import (
+from tests.support.consumer_helpers import (
     FAST_GROUP,
     GroupkitMember,
     make_topic,

@@ -8,7 +8,12 @@ import time
 from typing import Any
 
 import pytest
-from group_workers import (
+
+from groupkit.consumer import ConsumerRecord
+from groupkit.group_consumer import GroupConsumer
+from groupkit.testing import LocalBroker
+from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.support.group_workers import (
     FAST_GROUP,
     Board,
     InThread,
@@ -18,11 +23,6 @@ from group_workers import (
     create_topic,
     produce,
 )
-
-from groupkit.consumer import ConsumerRecord
-from groupkit.group_consumer import GroupConsumer
-from groupkit.testing import LocalBroker
-from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 
 pytestmark = pytest.mark.broker
 WAIT = 45.0

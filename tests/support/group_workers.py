@@ -27,7 +27,7 @@ from groupkit.consumer import ConsumerRecord
 from groupkit.group_consumer import GroupConsumer, RunSummary
 from groupkit.producer import Producer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FAST_GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
               "auto_offset_reset": "earliest"}
 
