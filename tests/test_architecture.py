@@ -152,3 +152,28 @@ def test_import_groupkit_loads_neither_the_cli_nor_spark() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=ROOT, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def _layout_paths() -> set[str]:
+    """Every path the README's layout table names (``groupkit/x.py``, ``y.py`` or ``dir/``)."""
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("## Layout"):].split("\n\n")[2]
+    paths: set[str] = set()
+    for row in table.splitlines()[2:]:
+        first = row.split("|")[1]
+        names = [part.strip().strip("`") for part in first.split(",")]
+        base = names[0].rpartition("/")[0]
+        for name in names:
+            paths.add(name if "/" in name else f"{base}/{name}")
+    return paths
+
+
+def test_the_readme_layout_table_matches_the_tree() -> None:
+    named = _layout_paths()
+    missing = sorted(p for p in named if not (ROOT / p.rstrip("/")).exists())
+    assert missing == [], "the README's layout table names paths that do not exist"
+    pkg = ROOT / "groupkit"
+    present = {f"groupkit/{p.name}/" for p in pkg.iterdir()
+               if p.is_dir() and (p / "__init__.py").exists()}
+    present |= {f"groupkit/{p.name}" for p in pkg.glob("*.py") if p.name != "__init__.py"}
+    assert sorted(present - named) == [], "add these to the README's layout table"
