@@ -2,7 +2,8 @@
 
 Lag is the log end minus the committed offset, as kafka-consumer-groups.sh computes it (not
 clamped at 0). The log end comes from ``Admin.log_end_offsets``, which is the high watermark on
-every broker. Partitions are those with a commit plus those assigned to a member.
+every broker; a committed partition whose topic is gone has neither. Partitions are those with
+a commit plus those assigned to a member.
 """
 
 from __future__ import annotations
@@ -108,7 +109,11 @@ def gather(admin: Admin, group_ids: Iterable[str]) -> list[GroupView]:
     for g in ids:
         owners[g] = {tp: m for m in described[g].members for tp in (m.assignment or ())}
     partitions = {tp for g in ids for tp in (*committed[g], *owners[g])}
-    ends = admin.log_end_offsets(sorted(partitions)) if partitions else {}
+    # Commits outlive their topic: a partition that no longer exists has no log end (and no
+    # lag), and must not fail the rest.
+    counts = admin.list_topics() if partitions else {}
+    live = sorted(tp for tp in partitions if tp.partition < counts.get(tp.topic, 0))
+    ends = admin.log_end_offsets(live) if live else {}
     views = []
     for g in ids:
         rows = []

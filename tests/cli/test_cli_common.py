@@ -5,7 +5,6 @@ statuses, and describe's member columns decoded from consumer-protocol bytes rea
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -18,9 +17,7 @@ from groupkit.cli.group_view import GroupView, OffsetRow, member_cells
 from groupkit.cli.properties import client_settings, parse_properties
 from groupkit.errors import ConfigError
 from groupkit.protocol.messages.describe_groups import DescribeGroupsResponseMember
-
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "group_bytes.json"
-
+from tests.support.captured_groups import captured_members
 
 # --- --command-config --------------------------------------------------------------------------
 
@@ -124,29 +121,8 @@ def test_topic_arguments_name_partitions_or_whole_topics() -> None:
 # --- describe's columns from real member bytes -------------------------------------------------
 
 
-def _captured_members() -> tuple[list[MemberDescription], dict[str, list[tuple[str, int]]]]:
-    """Members of a mixed kafka-python/aiokafka/confluent group, and what each was assigned."""
-    from groupkit.protocol.consumer import Assignment
-
-    capture = next(c for c in json.loads(FIXTURE.read_text())["captures"]
-                   if c["setup"].startswith("mixed") and c["strategy"] == "range")
-    joins = {j["member_id"]: bytes.fromhex(j["protocols"][0]["metadata"])
-             for j in capture["joins"] if j["member_id"]}
-    syncs = {s["member_id"]: bytes.fromhex(s["assignment"]) for s in capture["syncs"]
-             if s["error_code"] == 0 and s["assignment"]}
-    members, expected = [], {}
-    for member_id, assignment in syncs.items():
-        wire = DescribeGroupsResponseMember(
-            member_id=member_id, group_instance_id=None, client_id="c", client_host="/10.0.0.1",
-            member_metadata=joins.get(member_id, b""), member_assignment=assignment)
-        members.append(MemberDescription.from_wire(wire, "consumer"))
-        expected[member_id] = sorted((t, p) for t, ps in Assignment.decode(assignment).partitions
-                                     for p in ps)
-    return members, expected
-
-
 def test_members_show_their_decoded_assignment_in_table_and_json() -> None:
-    members, expected = _captured_members()
+    members, expected = captured_members()
     assert len(members) >= 2
     view = GroupView(GroupDescription("g", "Stable", "consumer", "range", tuple(members),
                                       Node(1, "b1", 9092)), ())
@@ -199,6 +175,12 @@ class _Cluster:
 
         return {tp: OffsetAndMetadata(o) for tp, o in self.committed.items()}
 
+    def list_topics(self):
+        counts: dict[str, int] = {}
+        for tp in self.ends:
+            counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+        return counts
+
     def log_end_offsets(self, partitions):
         self.asked_ends = list(partitions)
         return {tp: self.ends[tp] for tp in partitions}
@@ -207,19 +189,21 @@ class _Cluster:
 def test_owners_come_from_decoded_assignments_and_uncommitted_partitions_show_dashes() -> None:
     from groupkit.cli.group_view import gather
 
-    members, expected = _captured_members()
+    members, expected = captured_members()
     owned = {TopicPartition(t, p): m for m in members for t, p in expected[m.member_id]}
     first, *rest = sorted(owned)
     assert rest
-    stray = TopicPartition("old-topic", 0)
-    committed = {first: 1, stray: 4}
+    stray, gone = TopicPartition("old-topic", 0), TopicPartition("deleted-topic", 0)
+    committed = {first: 1, stray: 4, gone: 3}
     ends = {tp: 10 for tp in owned} | {stray: 9}
     cluster = _Cluster(GroupDescription("g", "Stable", "consumer", "range", tuple(members)),
                        committed, ends)
     [view] = gather(cluster, ["g"])  # type: ignore[arg-type]
     rows = {TopicPartition(r.topic, r.partition): r for r in view.offsets}
-    assert set(rows) == set(owned) | {stray}
-    assert sorted(cluster.asked_ends) == sorted(rows)
+    assert set(rows) == set(owned) | {stray, gone}
+    assert sorted(cluster.asked_ends) == sorted(set(rows) - {gone})
+    assert (rows[gone].current_offset, rows[gone].log_end_offset, rows[gone].lag) == (3, None,
+                                                                                      None)
     assert (rows[first].current_offset, rows[first].lag) == (1, 9)
     assert rows[first].member is owned[first]
     for tp in rest:

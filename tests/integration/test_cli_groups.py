@@ -109,3 +109,4 @@ def test_the_command_reads_the_environment_and_fails_in_one_line(bootstrap) -> N
     assert down.returncode == 1
     assert len(down.stderr.strip().splitlines()) == 1
     assert "Traceback" not in down.stderr and "127.0.0.1:1" in down.stderr
+

@@ -14,9 +14,14 @@ import struct
 import threading
 from collections.abc import Callable, Mapping
 
-from groupkit.errors import ApiKey
+from groupkit.errors import ApiKey, ErrorCode
 from groupkit.protocol.framing import FrameDecoder
-from groupkit.protocol.headers import RequestHeader, decode_request_frame, encode_response_frame
+from groupkit.protocol.headers import (
+    RequestHeader,
+    decode_request_frame,
+    encode_response_frame,
+    response_header_version,
+)
 from groupkit.protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 from groupkit.protocol.messages.find_coordinator import (
     FindCoordinatorResponse,
@@ -74,8 +79,11 @@ class FakeCluster:
                         continue
                     self.requests.append((header, bytes(frame)))
                     body = self.answer(header, bytes(frame))
-                    # Every API the tests script here answers with response header v0.
-                    sock.sendall(struct.pack(">ii", len(body) + 4, header.correlation_id) + body)
+                    # Response header: the correlation id, then (flexible versions) no tags.
+                    head = struct.pack(">i", header.correlation_id)
+                    if response_header_version(header.api_key, header.api_version):
+                        head += b"\x00"
+                    sock.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
 
     def _own_answer(self, header: RequestHeader, request: Request) -> Response | None:
         if header.api_key == ApiKey.API_VERSIONS:
@@ -83,6 +91,9 @@ class FakeCluster:
                 ApiVersion(api_key=k, min_version=lo, max_version=hi)
                 for k, (lo, hi) in sorted(self.versions.items())])
         if header.api_key == ApiKey.METADATA:
+            asked = [t.name for t in request.topics] if request.topics is not None else None
+            # As Kafka without auto-creation: a topic asked for by name that does not exist
+            # comes back with UNKNOWN_TOPIC_OR_PARTITION.
             return MetadataResponse(
                 brokers=[MetadataResponseBroker(node_id=0, host="127.0.0.1", port=self.port)],
                 controller_id=0,
@@ -90,7 +101,10 @@ class FakeCluster:
                     error_code=0, name=name, partitions=[MetadataResponsePartition(
                         error_code=0, partition_index=i, leader_id=0, replica_nodes=[0],
                         isr_nodes=[0]) for i in range(count)])
-                    for name, count in self.topics.items()])
+                    for name, count in self.topics.items() if asked is None or name in asked]
+                + [MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                         name=name, partitions=[])
+                   for name in asked or () if name not in self.topics])
         if header.api_key == ApiKey.FIND_COORDINATOR:
             if header.api_version < 4:
                 return FindCoordinatorResponse(error_code=0, node_id=0, host="127.0.0.1",
