@@ -8,10 +8,13 @@ as it happens, then a summary: records produced and consumed, commits, rebalance
 from __future__ import annotations
 
 import collections
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -213,16 +216,26 @@ def run_demo(partitions: int = 6, rate: float = 200.0, out: Callable[[str], None
             finally:
                 for running in workers.values():
                     summaries.append(_finish(running, wait))
-    with ledger.lock:
-        consumed = sum(ledger.seen.values())
-        duplicates = consumed - len(ledger.seen)
-        lost = len(produced - ledger.seen.keys())
-    summary = DemoSummary(
-        produced=len(produced), consumed=consumed, duplicates=duplicates, lost=lost,
-        commits=sum(s.commits for s in summaries),
-        rebalances=len(ledger.generations),
-        seconds=round(time.monotonic() - began, 1))
-    out(f"\nsummary: {summary.produced} produced, {summary.consumed} consumed,"
-        f" {summary.duplicates} duplicates, {summary.lost} lost, {summary.commits} commits,"
-        f" {summary.rebalances} rebalances, {summary.seconds}s")
+        with ledger.lock:
+            consumed = sum(ledger.seen.values())
+            duplicates = consumed - len(ledger.seen)
+            lost = len(produced - ledger.seen.keys())
+        summary = DemoSummary(
+            produced=len(produced), consumed=consumed, duplicates=duplicates, lost=lost,
+            commits=sum(s.commits for s in summaries),
+            rebalances=len(ledger.generations),
+            seconds=round(time.monotonic() - began, 1))
+        out(f"\nsummary: {summary.produced} produced, {summary.consumed} consumed,"
+            f" {summary.duplicates} duplicates, {summary.lost} lost, {summary.commits} commits,"
+            f" {summary.rebalances} rebalances, {summary.seconds}s")
+        show_group(bootstrap, GROUP, out, wait)
     return summary
+
+
+def show_group(bootstrap: str, group: str, out: Callable[[str], None], wait: float) -> None:
+    """Show a demo's group as an operator would see it: ``groupkit groups describe``."""
+    command = [str(Path(sys.executable).with_name("groupkit")), "groups", "describe", group,
+               "--bootstrap-server", bootstrap]
+    out(f"\n$ groupkit groups describe {group} --bootstrap-server {bootstrap}")
+    shown = subprocess.run(command, capture_output=True, text=True, timeout=wait)
+    out((shown.stdout + shown.stderr).rstrip())

@@ -29,7 +29,7 @@ import attrs
 from assignors import TopicPartition
 from groupkit.admin import Admin
 from groupkit.consumer import ConsumerRecord
-from groupkit.demo import WORKER_SETTINGS
+from groupkit.demo import WORKER_SETTINGS, show_group
 from groupkit.group_consumer import GroupConsumer
 from groupkit.producer import Producer, RecordMetadata
 from groupkit.testing import LocalBroker
@@ -216,14 +216,6 @@ def run_pool_demo(processes: int = 3, partitions: int = 6, rate: float = 200.0,
             f" {summary.duplicates} duplicates (re-delivered after the kill), {summary.lost}"
             f" lost, {summary.restarts} worker restarted, pool exit status"
             f" {summary.pool_exit_status}, {summary.seconds}s")
-        _describe_group(bootstrap, out, wait)
+        show_group(bootstrap, GROUP, out, wait)
     return summary
 
-
-def _describe_group(bootstrap: str, out: Callable[[str], None], wait: float) -> None:
-    """Show the group as an operator would see it: ``groupkit groups describe``."""
-    command = [str(Path(sys.executable).with_name("groupkit")), "groups", "describe", GROUP,
-               "--bootstrap-server", bootstrap]
-    out(f"\n$ groupkit groups describe {GROUP} --bootstrap-server {bootstrap}")
-    shown = subprocess.run(command, capture_output=True, text=True, timeout=wait)
-    out((shown.stdout + shown.stderr).rstrip())

@@ -24,6 +24,10 @@ def test_demo_consumes_every_produced_record() -> None:
         assert phase in text
     assert "worker-3  assigned" in text
     assert f"summary: {summary.produced} produced" in text
+    # It ends with the group as 'groupkit groups describe' shows it: every record committed.
+    described = text[text.index("$ groupkit groups describe demo-workers"):]
+    assert "GROUP demo-workers" in described and "TOTAL-LAG 0" in described
+    assert described.count("\ndemo-orders ") == 4  # one offset row per partition
 
 
 def test_demo_command_line_rejects_unknown_options(capsys: pytest.CaptureFixture[str]) -> None:
