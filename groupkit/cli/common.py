@@ -60,6 +60,9 @@ def connection_options() -> argparse.ArgumentParser:
                         help="Java-style properties for the connection: security.protocol,"
                              " sasl.mechanism, sasl.jaas.config, ssl.* (PEM files), client.id,"
                              " request.timeout.ms")
+    parent.add_argument("--timeout", type=int, metavar="MS",
+                        help="how long each call may wait for the brokers, in ms (default"
+                             " 30000, or request.timeout.ms from --command-config)")
     parent.add_argument("--debug", action="store_true",
                         help="log the client's debug lines and show tracebacks of errors")
     return parent
@@ -82,6 +85,10 @@ def admin_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"give the brokers with --bootstrap-server HOST:PORT or set"
                          f" {BOOTSTRAP_ENV}")
     settings["bootstrap_servers"] = bootstrap
+    if args.timeout is not None:
+        if args.timeout < 1:
+            raise UsageError(f"--timeout takes milliseconds > 0, not {args.timeout}")
+        settings["request_timeout_ms"] = args.timeout
     return settings
 
 

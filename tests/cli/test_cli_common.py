@@ -66,15 +66,22 @@ def test_bootstrap_comes_from_the_flag_then_the_environment_then_the_file(
     config = tmp_path / "client.properties"
     config.write_text("bootstrap.servers=file:1\nclient.id=c\n")
     monkeypatch.delenv("GROUPKIT_BOOTSTRAP_SERVERS", raising=False)
-    args = argparse.Namespace(bootstrap_server=None, command_config=str(config))
+    args = argparse.Namespace(bootstrap_server=None, command_config=str(config), timeout=None)
     assert admin_settings(args) == {"bootstrap_servers": "file:1", "client_id": "c"}
+    args.timeout = 2500
+    assert admin_settings(args)["request_timeout_ms"] == 2500
+    args.timeout = 0
+    with pytest.raises(UsageError, match="--timeout"):
+        admin_settings(args)
+    args.timeout = None
     monkeypatch.setenv("GROUPKIT_BOOTSTRAP_SERVERS", "env:1")
     assert admin_settings(args)["bootstrap_servers"] == "env:1"
     args.bootstrap_server = "flag:1"
     assert admin_settings(args)["bootstrap_servers"] == "flag:1"
     monkeypatch.delenv("GROUPKIT_BOOTSTRAP_SERVERS")
     with pytest.raises(UsageError, match="--bootstrap-server"):
-        admin_settings(argparse.Namespace(bootstrap_server=None, command_config=None))
+        admin_settings(argparse.Namespace(bootstrap_server=None, command_config=None,
+                                          timeout=None))
 
 
 # --- exit statuses -----------------------------------------------------------------------------
