@@ -2,7 +2,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: venv demo test lint bench bench-quick clean java
+.PHONY: venv demo test lint bench bench-quick bench-spark clean java
 
 $(VENV)/.installed: pyproject.toml setup.py groupkit/protocol/_native.c
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ bench: venv
 
 bench-quick: venv
 	$(PY) bench/all.py --quick
+
+# Spark reading 1M records: Arrow batches against Python rows (needs Java 17+).
+bench-spark: venv java
+	$(PY) bench/spark_read.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
