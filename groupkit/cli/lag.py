@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from groupkit.cli.common import (
     OK,
@@ -62,12 +63,12 @@ def run(args: argparse.Namespace) -> int:
     return OK
 
 
-def _watch(args: argparse.Namespace, refresh: Any) -> None:
+def _watch(args: argparse.Namespace, refresh: Callable[[], GroupView]) -> None:
     from rich.live import Live
 
     from groupkit.errors import GroupkitError
 
-    view: GroupView = refresh()
+    view = refresh()
     taken = time.monotonic()
     rates: dict[TopicPartition, float] | None = None
     problem: str | None = None
@@ -77,7 +78,7 @@ def _watch(args: argparse.Namespace, refresh: Any) -> None:
             while True:
                 time.sleep(args.watch)
                 try:
-                    newer: GroupView = refresh()
+                    newer = refresh()
                 except GroupkitError as exc:
                     problem = f"refresh failed, trying again: {exc}"
                 else:
