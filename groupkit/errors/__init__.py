@@ -2,7 +2,9 @@
 
 Broker error codes are one table (the ``_code`` calls below): each gives a ``BrokerError``
 subclass named after Kafka's error name (REBALANCE_IN_PROGRESS -> RebalanceInProgressError)
-with its code, Kafka's retriable classification, a short description and a hint.
+with its code, Kafka's retriable classification, a short description and a hint. The table is
+why this module is over 600 lines: one row per Kafka error code, kept together so a code's
+behaviour is read in one place. The codes' names are ``ErrorCode`` in ``codes.py``.
 """
 
 from __future__ import annotations
