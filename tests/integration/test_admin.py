@@ -32,6 +32,7 @@ from groupkit.protocol.messages.describe_groups import (
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from groupkit.values import OffsetAndMetadata
+from tests.support.peers import commit_as_peer
 
 WAIT = 20.0
 
@@ -40,16 +41,6 @@ WAIT = 20.0
 def admin(kafka_broker):  # noqa: F811
     with Admin(bootstrap_servers=kafka_broker.bootstrap_servers) as a:
         yield a
-
-
-def _commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    consumer = ConfluentConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                  "enable.auto.commit": False, "log_level": 0})
-    try:
-        consumer.commit(offsets=[ConfluentTP(t, p, o) for (t, p), o in offsets.items()],
-                        asynchronous=False)
-    finally:
-        consumer.close()
 
 
 # --- topics ------------------------------------------------------------------------------------
@@ -141,7 +132,7 @@ def test_group_offsets_listing_describing_and_deleting(kafka_broker, admin,  # n
     for i in range(10):
         producer.produce(topic, b"v", partition=i % 3)
     assert producer.flush(WAIT) == 0
-    _commit(kafka_broker.bootstrap_servers, group, {(topic, 0): 3, (topic, 2): 1})
+    commit_as_peer(kafka_broker.bootstrap_servers, group, {(topic, 0): 3, (topic, 2): 1})
 
     assert group in {g.group_id for g in admin.list_groups()}
     committed = admin.list_group_offsets(group)
@@ -202,7 +193,7 @@ def test_group_offsets_through_single_group_offset_fetch(kafka_broker, unique_na
     topic, group = unique_name("old"), unique_name("g")
     with Admin(bootstrap_servers=kafka_broker.bootstrap_servers) as admin:
         admin.create_topics([topic], num_partitions=2)
-        _commit(kafka_broker.bootstrap_servers, group, {(topic, 1): 7})
+        commit_as_peer(kafka_broker.bootstrap_servers, group, {(topic, 1): 7})
         node = admin._cluster.coordinator(group)
         conn = admin._cluster.connection(node)
         conn.connect()

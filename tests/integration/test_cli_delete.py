@@ -9,12 +9,11 @@ import pytest
 from tests.support.cli_groups import (
     active_group,
     cli_json,
-    commit_as_peer,
-    committed_by_peer,
     member_ids_left,
     run_cli,
     write_batches,
 )
+from tests.support.peers import commit_as_peer, committed_by_peer
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,8 @@ import sys
 
 import pytest
 
-from tests.support.cli_groups import (
-    active_group,
-    cli_json,
-    commit_as_peer,
-    committed_by_peer,
-    run_cli,
-    write_batches,
-)
+from tests.support.cli_groups import active_group, cli_json, run_cli, write_batches
+from tests.support.peers import commit_as_peer, committed_by_peer
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,8 @@ import pytest
 
 from groupkit.producer import Producer
 from groupkit.testing import LocalBroker
-from tests.support.cli_groups import commit_as_peer, run_cli, write_batches
+from tests.support.cli_groups import run_cli, write_batches
+from tests.support.peers import commit_as_peer
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 WAIT = 30.0

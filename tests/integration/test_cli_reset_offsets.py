@@ -19,12 +19,11 @@ from tests.support.cli_groups import (
     WAIT,
     active_group,
     cli_json,
-    commit_as_peer,
-    committed_by_peer,
     member_ids_left,
     run_cli,
     write_batches,
 )
+from tests.support.peers import commit_as_peer, committed_by_peer
 
 
 @attrs.frozen

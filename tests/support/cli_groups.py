@@ -1,6 +1,6 @@
-"""Pieces the CLI's broker tests share: topics written in several batches, offsets committed by
-a peer client, the truth read back by another peer, and a live group of a groupkit member and
-a kafka-python member (neither commits, so the group's offsets stay what the test set)."""
+"""Pieces the CLI's broker tests share: topics written in several batches, the command run in
+this process, and a live group of a groupkit member and a kafka-python member (neither commits,
+so the group's offsets stay what the test set). Peer commits and reads: tests/support/peers.py."""
 
 from __future__ import annotations
 
@@ -9,10 +9,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-
-import kafka
-from confluent_kafka import Consumer as ConfluentConsumer
-from confluent_kafka import TopicPartition as ConfluentTP
 
 from groupkit.admin import Admin
 from groupkit.cli import main
@@ -37,28 +33,6 @@ def write_batches(bootstrap: str, topic: str, batches: dict[int, list[int]]) -> 
                 producer.flush(WAIT)
                 ends[p] = futures[-1].result(0).offset + 1
     return ends
-
-
-def commit_as_peer(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """Commit ``offsets`` for ``group`` with confluent-kafka, outside any group generation."""
-    consumer = ConfluentConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                  "enable.auto.commit": False, "log_level": 0})
-    try:
-        consumer.commit(offsets=[ConfluentTP(t, p, o) for (t, p), o in offsets.items()],
-                        asynchronous=False)
-    finally:
-        consumer.close()
-
-
-def committed_by_peer(bootstrap: str, group: str, topic: str, partitions: int
-                      ) -> dict[int, int | None]:
-    """The group's committed offsets as kafka-python reads them (None: no commit)."""
-    peer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                               enable_auto_commit=False)
-    try:
-        return {p: peer.committed(kafka.TopicPartition(topic, p)) for p in range(partitions)}
-    finally:
-        peer.close()
 
 
 def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:

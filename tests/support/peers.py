@@ -151,3 +151,30 @@ class ConfluentMember(PeerMember):
 
 MEMBER_TYPES: dict[str, type[PeerMember]] = {
     cls.client: cls for cls in (KafkaPythonMember, AiokafkaMember, ConfluentMember)}
+
+
+def commit_as_peer(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit ``offsets`` for ``group`` with confluent-kafka, outside any group generation."""
+    from confluent_kafka import Consumer as ConfluentConsumer
+    from confluent_kafka import TopicPartition as ConfluentTP
+
+    consumer = ConfluentConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                  "enable.auto.commit": False, "log_level": 0})
+    try:
+        consumer.commit(offsets=[ConfluentTP(t, p, o) for (t, p), o in offsets.items()],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def committed_by_peer(bootstrap: str, group: str, topic: str, partitions: int
+                      ) -> dict[int, int | None]:
+    """The group's committed offsets as kafka-python reads them (None: no commit)."""
+    import kafka
+
+    peer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                               enable_auto_commit=False)
+    try:
+        return {p: peer.committed(kafka.TopicPartition(topic, p)) for p in range(partitions)}
+    finally:
+        peer.close()
