@@ -1,5 +1,5 @@
 """``groupkit groups delete-offsets`` against a fake broker that has OffsetDelete (the local
-one does not), answering with bytes written out in tests/support/fake_cluster.py."""
+one does not), answering with bytes written out in tests/support/fake_broker.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from groupkit.errors import ApiKey, ErrorCode
 from tests.support.cli_groups import run_cli
-from tests.support.fake_cluster import FakeCluster, offset_delete_answer
+from tests.support.fake_broker import FakeCluster, offset_delete_answer
 
 
 class ScriptedCluster(FakeCluster):
@@ -31,7 +31,7 @@ def test_a_whole_topic_is_deleted_partition_by_partition(fake, capsys) -> None:
                                "--bootstrap-server", fake.bootstrap_servers)
     assert status == 0, err
     assert out == "Deleted the committed offsets of group 'g1' for orders-0, orders-1, orders-2.\n"
-    [(header, frame)] = fake.requests
+    [(header, frame)] = fake.scripted
     assert header.api_key == ApiKey.OFFSET_DELETE
     assert frame.endswith(b"\x00\x00\x00\x03" + b"".join(
         p.to_bytes(4, "big") for p in (0, 1, 2)))
@@ -50,4 +50,4 @@ def test_an_unknown_topic_is_a_usage_error_before_any_request(fake, capsys) -> N
     status, _, err = run_cli(capsys, "groups", "delete-offsets", "g1", "--topic", "ghost",
                              "--bootstrap-server", fake.bootstrap_servers)
     assert status == 2 and "'ghost' does not exist" in err
-    assert fake.requests == []
+    assert fake.scripted == []

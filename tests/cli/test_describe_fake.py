@@ -39,7 +39,7 @@ from groupkit.protocol.messages.offset_fetch import (
 from groupkit.protocol.versions import CLIENT_VERSIONS
 from tests.support.captured_groups import captured_topics, captured_wire_members
 from tests.support.cli_groups import run_cli
-from tests.support.fake_cluster import FakeCluster
+from tests.support.fake_broker import FakeCluster
 
 CAPS = {ApiKey.OFFSET_FETCH: 7, ApiKey.FETCH: 12}
 VERSIONS = {k: (lo, min(hi, CAPS.get(k, hi))) for k, (lo, hi) in CLIENT_VERSIONS.items()}

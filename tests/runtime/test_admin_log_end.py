@@ -23,7 +23,7 @@ from groupkit.protocol.messages.list_offsets import (
     ListOffsetsResponsePartition,
     ListOffsetsResponseTopic,
 )
-from tests.support.fake_cluster import FakeCluster
+from tests.support.fake_broker import FakeCluster
 
 #: Per partition of "t": (ListOffsets "latest", Fetch high watermark, Fetch error code).
 ANSWERS = {0: (31, 50, ErrorCode.NONE), 1: (12, 12, ErrorCode.NONE),

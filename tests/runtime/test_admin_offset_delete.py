@@ -21,7 +21,7 @@ from groupkit.errors import (
 )
 from groupkit.protocol.headers import RequestHeader
 from groupkit.protocol.versions import CLIENT_VERSIONS
-from tests.support.fake_cluster import FakeCluster, offset_delete_answer
+from tests.support.fake_broker import FakeCluster, offset_delete_answer
 
 OFFSET_DELETE = ApiKey.OFFSET_DELETE
 SUBSCRIBED = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
@@ -68,7 +68,7 @@ def test_the_request_names_group_topics_and_partitions_and_success_returns(clust
         admin.delete_consumer_group_offsets(
             "g1", [TopicPartition("orders", 0), TopicPartition("orders", 2),
                    TopicPartition("audit", 0)])
-    [(header, frame)] = fake.requests
+    [(header, frame)] = fake.scripted
     assert (header.api_key, header.api_version) == (OFFSET_DELETE, 0)
     assert _request_body(frame) == (s("g1") + i32(2) + s("orders") + i32(2) + i32(0) + i32(2)
                                     + s("audit") + i32(1) + i32(0))
@@ -98,7 +98,7 @@ def test_a_moved_coordinator_is_looked_up_again_and_asked_again(cluster) -> None
     fake = cluster(lambda header, frame: answers.pop(0))
     with Admin(bootstrap_servers=fake.bootstrap_servers, retry_backoff_ms=1) as admin:
         admin.delete_consumer_group_offsets("g1", [TopicPartition("orders", 1)])
-    assert [h.api_key for h, _ in fake.requests] == [OFFSET_DELETE] * 3
+    assert [h.api_key for h, _ in fake.scripted] == [OFFSET_DELETE] * 3
     assert answers == []
 
 
@@ -108,4 +108,4 @@ def test_a_broker_without_offset_delete_raises_unsupported_version(cluster) -> N
     with Admin(bootstrap_servers=fake.bootstrap_servers) as admin, \
             pytest.raises(UnsupportedVersionError, match="OffsetDeleteRequest"):
         admin.delete_consumer_group_offsets("g1", [TopicPartition("orders", 0)])
-    assert fake.requests == []
+    assert fake.scripted == []

@@ -8,7 +8,6 @@ import contextlib
 import select
 import socket
 import ssl
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -31,6 +30,7 @@ from groupkit.runtime.sasl import SaslCredentials
 from groupkit.runtime.tls import TlsConfig
 from groupkit.testing import LocalBroker, probe_api_versions
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.support.fake_broker import accept_forever
 
 pytestmark = pytest.mark.broker
 
@@ -140,15 +140,7 @@ class TlsTerminator:
         self.target = target
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                raw, _ = self.server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+        accept_forever(self.server, self._serve)
 
     def _serve(self, raw: socket.socket) -> None:
         # One thread per connection does all TLS calls: OpenSSL forbids concurrent use.

@@ -5,19 +5,18 @@ SCRAM server side written here (Tansu 0.6.0 with memory storage cannot hold SASL
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import hmac
 import logging
 import socket
 import struct
-import threading
 import time
 from collections.abc import Callable
 
 import pytest
 
 from groupkit.errors import (
+    ApiKey,
     AuthenticationError,
     KafkaConnectionError,
     NegotiationError,
@@ -25,8 +24,7 @@ from groupkit.errors import (
     UnsupportedVersionError,
 )
 from groupkit.hooks import BrokerRecovered, BrokerUnreachable
-from groupkit.protocol.framing import FrameDecoder
-from groupkit.protocol.headers import RequestHeader, decode_request_frame, encode_response_frame
+from groupkit.protocol.headers import RequestHeader, encode_response_frame
 from groupkit.protocol.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
@@ -36,65 +34,9 @@ from groupkit.protocol.messages.metadata import MetadataRequest, MetadataRespons
 from groupkit.protocol.messages.produce import ProduceRequest
 from groupkit.protocol.messages.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 from groupkit.protocol.schema import Request
-from groupkit.protocol.versions import CLIENT_VERSIONS
 from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.sasl import SaslCredentials
-
-Handler = Callable[[socket.socket, RequestHeader, Request], None]
-
-
-def reply(sock: socket.socket, header: RequestHeader, response, correlation_id=None) -> None:
-    cid = header.correlation_id if correlation_id is None else correlation_id
-    sock.sendall(encode_response_frame(response, header.api_version, cid))
-
-
-def api_versions(sock: socket.socket, header: RequestHeader, request: Request) -> None:
-    keys = [ApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, (lo, hi) in CLIENT_VERSIONS.items()]
-    reply(sock, header, ApiVersionsResponse(error_code=0, api_keys=keys))
-
-
-class FakeBroker:
-    """Accepts connections; answers ApiVersions itself and hands every other request to
-    ``handler``, which may reply, stay silent or misbehave."""
-
-    def __init__(self, handler: Handler, port: int = 0) -> None:
-        self.handler = handler
-        self.server = socket.create_server(("127.0.0.1", port))
-        self.port = self.server.getsockname()[1]
-        self.received: list[RequestHeader] = []
-        self.connections = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                sock, _ = self.server.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(sock,), daemon=True).start()
-
-    def _serve(self, sock: socket.socket) -> None:
-        decoder = FrameDecoder()
-        with sock:
-            while True:
-                try:
-                    data = sock.recv(65536)
-                except OSError:
-                    return
-                if not data:
-                    return
-                for frame in decoder.feed(data):
-                    header, request = decode_request_frame(frame)
-                    self.received.append(header)
-                    if header.api_key == 18:
-                        api_versions(sock, header, request)
-                    else:
-                        self.handler(sock, header, request)
-
-    def close(self) -> None:
-        self.server.close()
+from tests.support.fake_broker import FakeBroker, Handler, reply
 
 
 @pytest.fixture
@@ -102,7 +44,7 @@ def fake_broker():
     brokers: list[FakeBroker] = []
 
     def make(handler: Handler, port: int = 0) -> FakeBroker:
-        broker = FakeBroker(handler, port)
+        broker = FakeBroker(handler, port=port)
         brokers.append(broker)
         return broker
 
@@ -260,59 +202,21 @@ def unsupported_unparsable(header: RequestHeader) -> bytes:
     return struct.pack(">ii", 4 + len(body), header.correlation_id) + body
 
 
-def old_broker(refuse: ApiVersionsAnswer, above: int) -> Callable[[socket.socket], None]:
+def old_broker(refuse: ApiVersionsAnswer, above: int) -> FakeBroker:
     """A broker that refuses ApiVersions above ``above`` with ``refuse`` and answers the rest
     (ApiVersions up to 2, Metadata up to 9) in the form asked for."""
-    def serve(sock: socket.socket) -> None:
-        decoder = FrameDecoder()
-        while data := sock.recv(65536):
-            for frame in decoder.feed(data):
-                header, _ = decode_request_frame(frame)
-                if header.api_key != 18:
-                    reply(sock, header, MetadataResponse())
-                elif header.api_version > above:
-                    sock.sendall(refuse(header))
-                else:
-                    body = ApiVersionsResponse(error_code=0, api_keys=OLD_KEYS)
-                    sock.sendall(encode_response_frame(body, header.api_version,
-                                                       header.correlation_id))
-    return serve
+    def api_versions(sock: socket.socket, header: RequestHeader, request: Request) -> None:
+        if header.api_version > above:
+            sock.sendall(refuse(header))
+        else:
+            reply(sock, header, ApiVersionsResponse(error_code=0, api_keys=OLD_KEYS))
+
+    return FakeBroker(metadata_reply, script={ApiKey.API_VERSIONS: api_versions})
 
 
-def serve_once(serve: Callable[[socket.socket], None]) -> tuple[socket.socket, list[int]]:
-    """A listening socket whose connections run ``serve``; the list collects the ApiVersions
-    versions the client sent (through a wrapping recv)."""
-    server = socket.create_server(("127.0.0.1", 0))
-    seen: list[int] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                sock, _ = server.accept()
-            except OSError:
-                return
-            with sock, contextlib.suppress(OSError):
-                serve(_Spy(sock, seen))  # type: ignore[arg-type]
-
-    threading.Thread(target=accept, daemon=True).start()
-    return server, seen
-
-
-class _Spy:
-    """Passes a socket through, noting the version of every ApiVersions request read."""
-
-    def __init__(self, sock: socket.socket, seen: list[int]) -> None:
-        self.sock, self.seen, self.decoder = sock, seen, FrameDecoder()
-
-    def recv(self, n: int) -> bytes:
-        data = self.sock.recv(n)
-        for frame in self.decoder.feed(data):
-            if struct.unpack_from(">h", frame)[0] == 18:
-                self.seen.append(struct.unpack_from(">h", frame, 2)[0])
-        return data
-
-    def sendall(self, data: bytes) -> None:
-        self.sock.sendall(data)
+def asked_versions(broker: FakeBroker) -> list[int]:
+    """The version of every ApiVersions request the broker was sent, in order."""
+    return [h.api_version for h in broker.received if h.api_key == ApiKey.API_VERSIONS]
 
 
 @pytest.mark.parametrize(("refuse", "retried_with"), [
@@ -324,10 +228,10 @@ def test_unsupported_api_versions_is_retried_lower_never_closed(
         refuse: ApiVersionsAnswer, retried_with: int) -> None:
     # Java (NetworkClient): retry with the highest ApiVersions version the refusal lists, or v0
     # when the list cannot be read; the same connection carries on.
-    server, seen = serve_once(old_broker(refuse, above=2))
-    with server, BrokerConnection("127.0.0.1", server.getsockname()[1]) as conn:
+    with old_broker(refuse, above=2) as broker, \
+            BrokerConnection("127.0.0.1", broker.port) as conn:
         conn.connect()
-        assert seen == [ApiVersionsRequest.MAX_VERSION, retried_with]
+        assert asked_versions(broker) == [ApiVersionsRequest.MAX_VERSION, retried_with]
         assert conn.versions[3] == 9
         assert conn.versions[18] == 2
         assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
@@ -339,18 +243,18 @@ def test_a_refusal_listing_a_version_not_lower_still_steps_down() -> None:
         return encode_response_frame(ApiVersionsResponse(error_code=35, api_keys=keys), 0,
                                      header.correlation_id)
 
-    server, seen = serve_once(old_broker(claims_v4, above=1))
-    with server, BrokerConnection("127.0.0.1", server.getsockname()[1]) as conn:
+    with old_broker(claims_v4, above=1) as broker, \
+            BrokerConnection("127.0.0.1", broker.port) as conn:
         conn.connect()
-    assert seen == [4, 3, 2, 1]
+    assert asked_versions(broker) == [4, 3, 2, 1]
 
 
 def test_a_refusal_of_v0_is_an_unsupported_version_error() -> None:
-    server, seen = serve_once(old_broker(unsupported_in_v0, above=-1))
-    with server, BrokerConnection("127.0.0.1", server.getsockname()[1]) as conn, \
+    with old_broker(unsupported_in_v0, above=-1) as broker, \
+            BrokerConnection("127.0.0.1", broker.port) as conn, \
             pytest.raises(UnsupportedVersionError, match="refused ApiVersions v0"):
         conn.connect()
-    assert seen == [ApiVersionsRequest.MAX_VERSION, 2, 1, 0]
+    assert asked_versions(broker) == [ApiVersionsRequest.MAX_VERSION, 2, 1, 0]
 
 
 def test_an_unreadable_negotiation_reply_names_the_api_and_version() -> None:
@@ -358,9 +262,9 @@ def test_an_unreadable_negotiation_reply_names_the_api_and_version() -> None:
         body = b"\x00\x00\xff\xff"
         return struct.pack(">ii", 4 + len(body), header.correlation_id) + body
 
-    server, _ = serve_once(old_broker(garbage, above=-1))
     version = ApiVersionsRequest.MAX_VERSION
-    with server, BrokerConnection("127.0.0.1", server.getsockname()[1]) as conn, \
+    with old_broker(garbage, above=-1) as broker, \
+            BrokerConnection("127.0.0.1", broker.port) as conn, \
             pytest.raises(NegotiationError, match=f"ApiVersions v{version} reply from"):
         conn.connect()
 
