@@ -32,7 +32,7 @@ from groupkit.protocol.messages.describe_groups import (
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from groupkit.values import OffsetAndMetadata
-from tests.support.peers import commit_as_peer
+from tests.support.broker_data import commit_as_peer
 
 WAIT = 20.0
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.broker_data import commit_as_peer, committed_by_peer, make_batched_topic
 from tests.support.cli_groups import (
     active_group,
     cli_json,
     member_ids_left,
     run_cli,
-    write_batches,
 )
-from tests.support.peers import commit_as_peer, committed_by_peer
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +22,7 @@ def bootstrap(kafka_broker) -> str:
 
 def test_delete_removes_the_group_and_its_offsets(bootstrap, unique_name, capsys) -> None:
     topic, group, other = unique_name("t"), unique_name("g"), unique_name("g")
-    write_batches(bootstrap, topic, {0: [5], 1: [5]})
+    make_batched_topic(bootstrap, topic, {0: [5], 1: [5]})
     commit_as_peer(bootstrap, group, {(topic, 0): 3, (topic, 1): 4})
     commit_as_peer(bootstrap, other, {(topic, 0): 1})
     status, out, err = run_cli(capsys, "groups", "delete", group, "--bootstrap-server",
@@ -39,7 +38,7 @@ def test_delete_removes_the_group_and_its_offsets(bootstrap, unique_name, capsys
 
 def test_delete_of_a_group_with_members_is_refused(bootstrap, unique_name, capsys) -> None:
     topic, group = unique_name("t"), unique_name("g")
-    write_batches(bootstrap, topic, {0: [5]})
+    make_batched_topic(bootstrap, topic, {0: [5]})
     commit_as_peer(bootstrap, group, {(topic, 0): 2})
     with active_group(bootstrap, group, topic):
         status, out, err = run_cli(capsys, "groups", "delete", group, "--bootstrap-server",
@@ -52,7 +51,7 @@ def test_delete_of_a_group_with_members_is_refused(bootstrap, unique_name, capsy
 def test_delete_offsets_says_the_broker_lacks_offset_delete(bootstrap, unique_name,
                                                             capsys) -> None:
     topic, group = unique_name("t"), unique_name("g")
-    write_batches(bootstrap, topic, {0: [5], 1: [5]})
+    make_batched_topic(bootstrap, topic, {0: [5], 1: [5]})
     commit_as_peer(bootstrap, group, {(topic, 0): 3})
     status, out, err = run_cli(capsys, "groups", "delete-offsets", group, "--topic",
                                f"{topic}:0", "--bootstrap-server", bootstrap)

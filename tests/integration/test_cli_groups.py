@@ -10,8 +10,12 @@ import sys
 
 import pytest
 
-from tests.support.cli_groups import active_group, cli_json, run_cli, write_batches
-from tests.support.peers import commit_as_peer, committed_by_peer
+from tests.support.broker_data import commit_as_peer, committed_by_peer, make_batched_topic
+from tests.support.cli_groups import (
+    active_group,
+    cli_json,
+    run_cli,
+)
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +27,7 @@ def test_describe_shows_the_true_offsets_log_ends_and_lag_of_a_live_group(
         bootstrap, unique_name, capsys) -> None:
     topic, group = unique_name("orders"), unique_name("g")
     # Several batches per partition: the log end is not the last batch's base offset + 1.
-    ends = write_batches(bootstrap, topic, {0: [40, 30, 30], 1: [25, 25], 2: [9]})
+    ends = make_batched_topic(bootstrap, topic, {0: [40, 30, 30], 1: [25, 25], 2: [9]})
     commit_as_peer(bootstrap, group, {(topic, 0): 35, (topic, 1): 50})
     truth = committed_by_peer(bootstrap, group, topic, 3)
     assert truth == {0: 35, 1: 50, 2: None}
@@ -60,7 +64,7 @@ def test_describe_shows_the_true_offsets_log_ends_and_lag_of_a_live_group(
 def test_list_filters_by_the_state_the_group_is_really_in(bootstrap, unique_name,
                                                            capsys) -> None:
     topic, group = unique_name("listed"), unique_name("g")
-    write_batches(bootstrap, topic, {0: [3]})
+    make_batched_topic(bootstrap, topic, {0: [3]})
     commit_as_peer(bootstrap, group, {(topic, 0): 1})
     listed = cli_json(capsys, "groups", "list", "--bootstrap-server", bootstrap)
     assert {"group": group, "state": "Empty", "protocol_type": "consumer"} in listed

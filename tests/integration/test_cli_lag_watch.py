@@ -14,10 +14,9 @@ import time
 
 import pytest
 
-from groupkit.producer import Producer
 from groupkit.testing import LocalBroker
-from tests.support.cli_groups import run_cli, write_batches
-from tests.support.peers import commit_as_peer
+from tests.support.broker_data import commit_as_peer, make_batched_topic, write_batches
+from tests.support.cli_groups import run_cli
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]")
 WAIT = 30.0
@@ -95,14 +94,11 @@ def test_watch_refreshes_the_lag_in_place_until_ctrl_c(kafka_broker, unique_name
                                                         terminal) -> None:
     bootstrap = kafka_broker.bootstrap_servers
     topic, group = unique_name("watched"), unique_name("g")
-    write_batches(bootstrap, topic, {0: [6], 1: [4]})
+    make_batched_topic(bootstrap, topic, {0: [6], 1: [4]})
     commit_as_peer(bootstrap, group, {(topic, 0): 0, (topic, 1): 0})
     term = terminal("groups", "lag", group, "--watch", "0.3", "--bootstrap-server", bootstrap)
     term.wait_for(r"TOTAL-LAG 10\b")
-    with Producer(bootstrap_servers=bootstrap) as producer:
-        for _ in range(25):
-            producer.send(topic, b"more", partition=0)
-        producer.flush(WAIT)
+    write_batches(bootstrap, topic, {0: [25]}, b"more")
     term.wait_for(r"TOTAL-LAG 35\b")
     # Once a refresh saw the 25 new records, partition 0's lag grew at a positive rate.
     term.wait_for(rf"{re.escape(topic)}\s+0\s+0\s+31\s+31\s+\+(?:[1-9]\d*\.\d|0\.[1-9])")
@@ -119,7 +115,7 @@ def test_watch_shows_a_failed_refresh_and_keeps_going(unique_name, terminal,
                       "retry.backoff.ms=50\n")
     with LocalBroker() as broker:
         topic, group = unique_name("gone"), unique_name("g")
-        write_batches(broker.bootstrap_servers, topic, {0: [3]})
+        make_batched_topic(broker.bootstrap_servers, topic, {0: [3]})
         commit_as_peer(broker.bootstrap_servers, group, {(topic, 0): 1})
         term = terminal("groups", "lag", group, "--watch", "0.2", "--command-config",
                         str(config), "--bootstrap-server", broker.bootstrap_servers)

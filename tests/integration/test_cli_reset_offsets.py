@@ -14,16 +14,18 @@ from pathlib import Path
 import attrs
 import pytest
 
-from groupkit.producer import Producer
+from tests.support.broker_data import (
+    commit_as_peer,
+    committed_by_peer,
+    make_batched_topic,
+    write_batches,
+)
 from tests.support.cli_groups import (
-    WAIT,
     active_group,
     cli_json,
     member_ids_left,
     run_cli,
-    write_batches,
 )
-from tests.support.peers import commit_as_peer, committed_by_peer
 
 
 @attrs.frozen
@@ -43,16 +45,11 @@ def bootstrap(kafka_broker) -> str:
 @pytest.fixture(scope="module")
 def written(bootstrap) -> Written:
     topic = f"reset-{time.time_ns()}"
-    before = write_batches(bootstrap, topic, {0: [30, 30], 1: [25], 2: []})
+    before = make_batched_topic(bootstrap, topic, {0: [30, 30], 1: [25], 2: []})
     time.sleep(1.0)  # a gap of whole seconds for --by-duration to land in
     moment = int(time.time() * 1000)
     time.sleep(1.0)
-    ends = dict(before)
-    with Producer(bootstrap_servers=bootstrap) as producer:
-        for p, size in {0: 40, 1: 25, 2: 9}.items():
-            futures = [producer.send(topic, b"r", partition=p) for _ in range(size)]
-            producer.flush(WAIT)
-            ends[p] = futures[-1].result(0).offset + 1
+    ends = write_batches(bootstrap, topic, {0: [40], 1: [25], 2: [9]})
     assert (before, ends) == ({0: 60, 1: 25, 2: 0}, {0: 100, 1: 50, 2: 9})
     return Written(topic, ends, before, moment)
 

@@ -15,14 +15,9 @@ from groupkit.errors import CommitFailedError, IllegalStateError, NoOffsetForPar
 from groupkit.hooks import HeartbeatAnswered, RebalanceStarted
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
-from tests.support.consumer_helpers import (
-    FAST_GROUP,
-    GroupkitMember,
-    make_topic,
-    owned_exactly_once,
-    produce,
-    wait_for,
-)
+from tests.support.broker_data import make_topic, produce
+from tests.support.peers import FAST_GROUP, GroupkitMember, owned_exactly_once
+from tests.support.waits import wait_for
 
 TP = TopicPartition
 
@@ -97,7 +92,7 @@ def test_three_members_share_partitions_exactly_once(kafka_broker: LocalBroker, 
     topic, group = unique_name("share"), unique_name("g")
     produced = make_topic(bootstrap, topic, 6, 300)
     every = {TP(topic, p) for p in range(6)}
-    members = [GroupkitMember(f"gk-{i}", bootstrap, group, topic, strategy) for i in range(3)]
+    members = [GroupkitMember(bootstrap, group, [topic], strategy, f"gk-{i}", auto_commit=True) for i in range(3)]
     try:
         members[0].start()
         wait_for(lambda: members[0].snapshot()[1] == every, 30, "the first member to own all")
@@ -110,7 +105,7 @@ def test_three_members_share_partitions_exactly_once(kafka_broker: LocalBroker, 
                  "every record")
     finally:
         for member in members:
-            member.finish()
+            member.stop()
     values = [v for m in members for v in m.snapshot()[0]]
     # Commit before revoke (auto commit on): a handed-over partition resumes where it stopped.
     assert Counter(values) == Counter(expected)

@@ -12,16 +12,16 @@ import pytest
 from assignors import TopicPartition
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
-from tests.support.consumer_helpers import (
+from tests.support.broker_data import make_topic
+from tests.support.peers import (
     ConfluentMember,
     GroupkitMember,
     KafkaPythonMember,
     Member,
     consumed,
-    make_topic,
     owned_exactly_once,
-    wait_for,
 )
+from tests.support.waits import wait_for
 
 PARTITIONS = 6
 RECORDS = 300
@@ -43,7 +43,7 @@ def test_mixed_group_shares_partitions_and_consumes_everything(
     topic, group = unique_name("mixed"), unique_name("g")
     produced = make_topic(bootstrap, topic, PARTITIONS, RECORDS)
     every = {TopicPartition(topic, p) for p in range(PARTITIONS)}
-    members = [kind(f"{kind.kind}-{i}", bootstrap, group, topic, strategy)
+    members = [kind(bootstrap, group, [topic], strategy, f"{kind.client}-{i}", auto_commit=True)
                for i, kind in enumerate(kinds)]
     first = members[0]
     try:
@@ -55,7 +55,7 @@ def test_mixed_group_shares_partitions_and_consumes_everything(
                  60, "every partition owned once and every record consumed")
     finally:
         for member in members:
-            member.finish()
+            member.stop()
     assert consumed(members) == produced
     # The first member ran the assignor for a group that included the other client types.
     # (Later rounds may elect another leader: Tansu does not keep the leader across rounds.)

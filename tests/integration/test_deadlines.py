@@ -20,7 +20,9 @@ from groupkit.consumer import Consumer
 from groupkit.errors import GroupkitError, RequestTimeoutError
 from groupkit.producer import Producer
 from groupkit.testing import LocalBroker
-from tests.support.consumer_helpers import FAST_GROUP, make_topic, wait_for
+from tests.support.broker_data import make_topic
+from tests.support.peers import FAST_GROUP
+from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.broker
 

@@ -12,17 +12,9 @@ import pytest
 
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
-from tests.support.group_workers import (
-    Board,
-    ConfluentMember,
-    InThread,
-    Spawned,
-    Stream,
-    Tally,
-    committed,
-    create_topic,
-    produce,
-)
+from tests.support.broker_data import Stream, committed, create_topic, produce
+from tests.support.group_workers import Board, InThread, Spawned, Tally
+from tests.support.peers import ConfluentMember
 
 pytestmark = pytest.mark.broker
 WAIT = 45.0
@@ -41,7 +33,7 @@ def test_sigkilled_member_is_replaced_from_its_last_commit_without_loss(
         survivor = InThread(Tally("survivor", board, bootstrap_servers=bootstrap,
                                   group_id=group, topics=[topic], auto_commit_interval_ms=500))
         board.wait(lambda: board.covered(["victim", "survivor"], 4), WAIT, "the group to form")
-        produced = produce(bootstrap, topic, 800, 4)
+        produced = produce(bootstrap, topic, range(800), 4)
         board.wait(lambda: board.count("victim") >= 80, WAIT, "the victim to make progress")
         victim.kill()
         killed_at = time.monotonic()
@@ -98,13 +90,13 @@ def test_static_member_restarted_gets_its_partitions_back_and_resumes_from_its_c
     first, other = member("first", "static-a"), member("other", "static-b")
     board.wait(lambda: board.covered(["first", "other"], 4), WAIT, "the group to form")
     held, others = set(board.owners["first"]), set(board.owners["other"])
-    produced = produce(bootstrap, topic, 40, 4)
+    produced = produce(bootstrap, topic, range(40), 4)
     board.wait(lambda: board.seen() >= produced, WAIT, "the first records")
 
     first.stop(WAIT)
     again = member("again", "static-a")
     board.wait(lambda: board.covered(["again", "other"], 4), WAIT, "the restart to be assigned")
-    produced |= produce(bootstrap, topic, 40, 4)
+    produced |= produce(bootstrap, topic, range(40), 4)
     board.wait(lambda: board.seen() >= produced, WAIT, "the records after the restart")
     again.stop(WAIT)
     other.stop(WAIT)
@@ -206,7 +198,10 @@ def test_mixed_cooperative_group_with_confluent_kafka(
                               topics=[topic], assignors=["cooperative-sticky"]))
 
     def theirs(name: str) -> ConfluentMember:
-        return ConfluentMember(name, board, bootstrap, group, topic, "cooperative-sticky")
+        member = ConfluentMember(bootstrap, group, [topic], "cooperative-sticky", name,
+                                 auto_commit=True, board=board)
+        member.start()
+        return member
 
     stream = Stream(bootstrap, topic, partitions, rate=160)
     members: dict[str, InThread | ConfluentMember] = {"g1": ours("g1"), "c1": theirs("c1")}

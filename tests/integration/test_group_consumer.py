@@ -13,16 +13,8 @@ from groupkit.consumer import ConsumerRecord
 from groupkit.group_consumer import GroupConsumer
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
-from tests.support.group_workers import (
-    FAST_GROUP,
-    Board,
-    InThread,
-    Spawned,
-    Tally,
-    committed,
-    create_topic,
-    produce,
-)
+from tests.support.broker_data import committed, create_topic, produce
+from tests.support.group_workers import FAST_GROUP, Board, InThread, Spawned, Tally
 
 pytestmark = pytest.mark.broker
 WAIT = 45.0
@@ -59,7 +51,7 @@ def test_process_batch_gets_every_record_and_stop_from_another_thread_commits(
         kafka_broker: LocalBroker, unique_name) -> None:  # noqa: F811
     bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
     create_topic(bootstrap, topic, 3)
-    produced = produce(bootstrap, topic, 600, 3)
+    produced = produce(bootstrap, topic, range(600), 3)
     board = Board()
     worker = Batches(board, bootstrap_servers=bootstrap, group_id=group, topics=[topic],
                      auto_commit_interval_ms=60_000)
@@ -83,7 +75,7 @@ def test_stop_policy_commits_before_the_failure_and_reraises_from_run(
         kafka_broker: LocalBroker, unique_name) -> None:  # noqa: F811
     bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
     create_topic(bootstrap, topic, 1)
-    produce(bootstrap, topic, 10, 1)
+    produce(bootstrap, topic, range(10), 1)
     board = Board()
     failing = InThread(FailsAt(4, "first", board, bootstrap_servers=bootstrap, group_id=group,
                                topics=[topic]))
@@ -105,7 +97,7 @@ def test_skip_policy_goes_on_and_commits_past_the_skipped_record(
         kafka_broker: LocalBroker, unique_name, caplog) -> None:  # noqa: F811
     bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
     create_topic(bootstrap, topic, 1)
-    produce(bootstrap, topic, 10, 1)
+    produce(bootstrap, topic, range(10), 1)
     board = Board()
     running = InThread(FailsAt(4, "skipper", board, bootstrap_servers=bootstrap,
                                group_id=group, topics=[topic], on_error="skip"))
@@ -130,7 +122,7 @@ def test_sigterm_makes_a_worker_process_commit_leave_and_exit_zero(
         other = InThread(Tally("thread", board, bootstrap_servers=bootstrap, group_id=group,
                                topics=[topic], **settings))
         board.wait(lambda: board.covered(["proc", "thread"], 4), WAIT, "both members to share")
-        produced = produce(bootstrap, topic, 400, 4)
+        produced = produce(bootstrap, topic, range(400), 4)
         board.wait(lambda: board.seen() >= produced, WAIT, "every record")
         held = set(board.owners["proc"])
 

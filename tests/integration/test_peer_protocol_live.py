@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from groupkit.admin import Admin
 from groupkit.protocol.consumer import Assignment, Subscription
 from groupkit.testing import LocalBroker
+from tests.support.broker_data import create_topics
 from tests.support.group_traffic import JoinSeen, SyncSeen, group_traffic, settled_generation
-from tests.support.peers import ConfluentMember, KafkaPythonMember, PeerMember
+from tests.support.peers import ConfluentMember, KafkaPythonMember, Member
 from tests.support.recording_proxy import RecordingProxy
 
 pytestmark = pytest.mark.broker
@@ -56,11 +56,9 @@ def run_group(proxy: RecordingProxy, unique_name: Callable[[str], str], strategy
     rejoin while holding partitions that does not depend on timing."""
     group = unique_name("peers")
     topics = {f"{group}-{suffix}": count for suffix, count in TOPIC_PARTITIONS.items()}
-    with Admin(bootstrap_servers=proxy.bootstrap_servers) as admin:
-        for topic, count in topics.items():
-            admin.create_topics([topic], num_partitions=count)
+    create_topics(proxy.bootstrap_servers, topics)
     everything = {(topic, p) for topic, count in topics.items() for p in range(count)}
-    members: list[PeerMember] = []
+    members: list[Member] = []
     generation: int | None = None
     try:
         for kind, client_id in ((KafkaPythonMember, "kafka-python-live"),

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from groupkit.testing import LocalBroker
-from tests.support.consumer_helpers import make_topic
+from tests.support.broker_data import make_topic
 
 pytestmark = pytest.mark.broker
 

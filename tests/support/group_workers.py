@@ -19,17 +19,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import confluent_kafka
-
 from assignors import TopicPartition
-from groupkit.admin import Admin
 from groupkit.consumer import ConsumerRecord
 from groupkit.group_consumer import GroupConsumer, RunSummary
-from groupkit.producer import Producer
+from tests.support import peers
 
 ROOT = Path(__file__).resolve().parents[2]
-FAST_GROUP = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
-              "auto_offset_reset": "earliest"}
+#: GroupConsumer settings: the peers' small timeouts, from the earliest record.
+FAST_GROUP = {**peers.FAST_GROUP, "auto_offset_reset": "earliest"}
 
 
 class Board:
@@ -143,44 +140,6 @@ class InThread:
         return outcome
 
 
-class ConfluentMember:
-    """A confluent-kafka consumer in the same group, on a thread, reporting to the board."""
-
-    def __init__(self, name: str, board: Board, bootstrap: str, group: str, topic: str,
-                 strategy: str) -> None:
-        self.name = name
-        self.board = board
-        self.consumer = confluent_kafka.Consumer({
-            "bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-            "session.timeout.ms": FAST_GROUP["session_timeout_ms"],
-            "heartbeat.interval.ms": FAST_GROUP["heartbeat_interval_ms"],
-            "partition.assignment.strategy": strategy})
-        self.consumer.subscribe(
-            [topic],
-            on_assign=lambda _c, tps: board.rebalance(name, "assigned", _parts(tps)),
-            on_revoke=lambda _c, tps: board.rebalance(name, "revoked", _parts(tps)),
-            on_lost=lambda _c, tps: board.rebalance(name, "lost", _parts(tps)))
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stopping.is_set():
-            for message in self.consumer.consume(num_messages=200, timeout=0.2):
-                if message.error() is None:
-                    self.board.record(self.name, message.partition(), message.offset())
-        self.consumer.close()
-
-    def stop(self, timeout: float = 30.0) -> None:
-        self.stopping.set()
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), f"{self.name} did not close in time"
-
-
-def _parts(tps: list[Any]) -> list[int]:
-    return [tp.partition for tp in tps]
-
-
 class _PrintingBoard(Board):
     """The subprocess side: every fact becomes one JSON line on stdout."""
 
@@ -238,59 +197,6 @@ class Spawned:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(10)
-
-
-# --- broker-side helpers ----------------------------------------------------------------------
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    with Admin(bootstrap_servers=bootstrap) as admin:
-        admin.create_topics([topic], num_partitions=partitions)
-
-
-def produce(bootstrap: str, topic: str, n: int, partitions: int) -> set[tuple[int, int]]:
-    """Send ``n`` records round-robin over the partitions; returns their (partition, offset)."""
-    with Producer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
-        futures = [producer.send(topic, f"r{i}".encode(), partition=i % partitions)
-                   for i in range(n)]
-        producer.flush(30)
-        return {(m.partition, m.offset) for m in (f.result(30) for f in futures)}
-
-
-class Stream:
-    """Produces round-robin over the partitions, ``rate`` records a second, until stopped."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float) -> None:
-        self.producer = Producer(bootstrap_servers=bootstrap, linger_ms=5)
-        self.futures: list[Any] = []
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(
-            target=self._run, args=(topic, partitions, max(1, round(rate / 20))), daemon=True)
-        self.thread.start()
-
-    def _run(self, topic: str, partitions: int, burst: int) -> None:
-        n = 0
-        while not self.stopping.wait(0.05):
-            for _ in range(burst):
-                self.futures.append(self.producer.send(topic, b"x", partition=n % partitions))
-                n += 1
-
-    def stop(self) -> set[tuple[int, int]]:
-        """Stop producing; returns (partition, offset) of every record sent."""
-        self.stopping.set()
-        self.thread.join(30)
-        self.producer.flush(30)
-        self.producer.close(30)
-        return {(m.partition, m.offset) for m in (f.result(30) for f in self.futures)}
-
-
-def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int | None]:
-    """The group's committed offset of each partition of ``topic`` (None where none)."""
-    wanted = [TopicPartition(topic, p) for p in range(partitions)]
-    with Admin(bootstrap_servers=bootstrap) as admin:
-        found = admin.list_group_offsets(group, wanted)
-    return {p: (found[tp].offset if tp in found and found[tp].offset >= 0 else None)
-            for p, tp in enumerate(wanted)}
 
 
 def main() -> None:

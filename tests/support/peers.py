@@ -1,17 +1,43 @@
-"""Group members run by the peer clients (kafka-python, aiokafka, confluent-kafka), one thread each.
+"""Group members for the broker tests, one thread each: groupkit's Consumer and the peer clients
+(kafka-python, aiokafka, confluent-kafka) behind one interface.
 
-Each member subscribes to the given topics with one partition assignment strategy, polls until
-``stop()``, then closes (which sends LeaveGroup). Timeouts are small so a group forms in seconds.
+A member subscribes to its topics with one partition assignment strategy and polls until
+``stop()``, which closes it (sending LeaveGroup) and raises whatever ended it early. While it
+runs it keeps the values it received, the partitions it owns after its last poll and, as leader,
+the largest group it ran the assignor for (``led``); given a ``board`` it also reports each
+record and (confluent-kafka members, which the mixed cooperative test runs) each rebalance
+there. Offsets start at the earliest record; commits are off unless ``auto_commit`` is asked
+for. Timeouts are small so a group forms in seconds (Tansu holds JoinGroup for about half the
+session timeout).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import threading
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from assignors import (
+    Assignor,
+    ClusterView,
+    MemberAssignment,
+    MemberSubscription,
+    TopicPartition,
+    lookup,
+)
+from groupkit.consumer import Consumer
+
+if TYPE_CHECKING:
+    from tests.support.group_workers import Board
 
 SESSION_TIMEOUT_MS = 6000
 HEARTBEAT_INTERVAL_MS = 500
+#: The same small timeouts as groupkit settings.
+FAST_GROUP = {"session_timeout_ms": SESSION_TIMEOUT_MS,
+              "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS}
 
 #: Strategy names each peer client offers, as the protocol names they put in JoinGroup.
 STRATEGIES: dict[str, tuple[str, ...]] = {
@@ -36,21 +62,27 @@ def client_version(client: str) -> str:
     return f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})"
 
 
-class PeerMember(threading.Thread):
-    """One member of ``group`` run by a peer client; ``error`` holds what ended it early."""
+class Member(threading.Thread):
+    """One member of ``group``; ``error`` holds what ended it early."""
 
-    client = ""
+    client: ClassVar[str] = ""
 
     def __init__(self, bootstrap: str, group: str, topics: list[str], strategy: str,
-                 client_id: str) -> None:
+                 client_id: str, *, auto_commit: bool = False, board: Board | None = None
+                 ) -> None:
         super().__init__(daemon=True, name=client_id)
-        if strategy not in STRATEGIES[self.client]:
-            raise ValueError(f"{self.client} has no {strategy!r} strategy; "
-                             f"pick one of {STRATEGIES[self.client]}")
+        offered = STRATEGIES.get(self.client)
+        if offered is not None and strategy not in offered:
+            raise ValueError(f"{self.client} has no {strategy!r} strategy; pick one of {offered}")
         self.bootstrap, self.group, self.topics = bootstrap, group, topics
-        self.strategy, self.client_id = strategy, client_id
+        self.strategy, self.client_id, self.auto_commit = strategy, client_id, auto_commit
+        self.board = board
+        self.values: list[bytes] = []
+        self.owned: set[TopicPartition] = set()
+        self.led = 0
         self.error: BaseException | None = None
         self.stopping = threading.Event()
+        self.lock = threading.Lock()
 
     def run(self) -> None:
         try:
@@ -70,8 +102,66 @@ class PeerMember(threading.Thread):
         if self.error is not None:
             raise RuntimeError(f"{self.name} failed") from self.error
 
+    def led_group_of(self, members: int) -> None:
+        """This member, as leader, ran the assignor for ``members`` members."""
+        with self.lock:
+            self.led = max(self.led, members)
 
-class KafkaPythonMember(PeerMember):
+    def got(self, records: Iterable[tuple[int, int, bytes]],
+            owned: Iterable[tuple[str, int]]) -> None:
+        """One poll's (partition, offset, value) records and the partitions owned after it."""
+        records = list(records)
+        with self.lock:
+            self.values.extend(value for _, _, value in records)
+            self.owned = {TopicPartition(topic, p) for topic, p in owned}
+        if self.board is not None:
+            for partition, offset, _ in records:
+                self.board.record(self.name, partition, offset)
+
+    def rebalanced(self, kind: str, partitions: Iterable[tuple[str, int]]) -> None:
+        """Tell the board (if any) that partitions were "assigned", "revoked" or "lost"."""
+        if self.board is not None:
+            self.board.rebalance(self.name, kind, [p for _, p in partitions])
+
+    def snapshot(self) -> tuple[list[bytes], set[TopicPartition]]:
+        with self.lock:
+            return list(self.values), set(self.owned)
+
+
+class _CountingAssignor(Assignor):
+    """A groupkit assignor that tells its member how many members it assigned to."""
+
+    def __init__(self, inner: Assignor, member: Member) -> None:
+        self.inner, self.member = inner, member
+        self.name = inner.name
+        self.supported_protocols = inner.supported_protocols
+
+    def assign(self, cluster: ClusterView, members: Mapping[str, MemberSubscription]
+               ) -> dict[str, MemberAssignment]:
+        self.member.led_group_of(len(members))
+        return self.inner.assign(cluster, members)
+
+
+class GroupkitMember(Member):
+    client = "groupkit"
+
+    def consume(self) -> None:
+        consumer = Consumer(bootstrap_servers=self.bootstrap, group_id=self.group,
+                            client_id=self.client_id, auto_offset_reset="earliest",
+                            enable_auto_commit=self.auto_commit,
+                            assignors=[_CountingAssignor(lookup(self.strategy), self)],
+                            **FAST_GROUP)
+        try:
+            consumer.subscribe(self.topics)
+            while not self.stopping.is_set():
+                records = consumer.poll(0.2)
+                self.got(((r.partition, r.offset, r.value) for r in records),
+                         consumer.assignment())
+        finally:
+            consumer.close(10)
+
+
+class KafkaPythonMember(Member):
     client = "kafka-python"
 
     def consume(self) -> None:
@@ -81,23 +171,33 @@ class KafkaPythonMember(PeerMember):
         from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
         from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
-        assignor: Any = {"range": RangePartitionAssignor,
-                         "roundrobin": RoundRobinPartitionAssignor,
-                         "sticky": StickyPartitionAssignor,
-                         "cooperative-sticky": CooperativeStickyAssignor}[self.strategy]
+        base: Any = {"range": RangePartitionAssignor,
+                     "roundrobin": RoundRobinPartitionAssignor,
+                     "sticky": StickyPartitionAssignor,
+                     "cooperative-sticky": CooperativeStickyAssignor}[self.strategy]
+        member = self
+
+        # kafka-python makes an instance of each assignor class and calls assign on it.
+        class Counting(base):  # type: ignore[misc, valid-type]
+            def assign(self, cluster: Any, members: Any) -> Any:
+                member.led_group_of(len(members))
+                return super().assign(cluster, members)
+
         consumer = kafka.KafkaConsumer(
             *self.topics, bootstrap_servers=self.bootstrap, group_id=self.group,
-            client_id=self.client_id, partition_assignment_strategy=[assignor],
-            session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-            enable_auto_commit=False)
+            client_id=self.client_id, partition_assignment_strategy=[Counting],
+            auto_offset_reset="earliest", enable_auto_commit=self.auto_commit,
+            session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS)
         try:
             while not self.stopping.is_set():
-                consumer.poll(timeout_ms=100)
+                batches = consumer.poll(timeout_ms=200)
+                self.got(((r.partition, r.offset, r.value) for rs in batches.values()
+                          for r in rs), consumer.assignment())
         finally:
             consumer.close()
 
 
-class AiokafkaMember(PeerMember):
+class AiokafkaMember(Member):
     client = "aiokafka"
 
     def consume(self) -> None:
@@ -114,67 +214,90 @@ class AiokafkaMember(PeerMember):
         base: Any = {"range": RangePartitionAssignor,
                      "roundrobin": RoundRobinPartitionAssignor,
                      "sticky": StickyPartitionAssignor}[self.strategy]
-        # aiokafka's assignors keep their state (the sticky one its last assignment) on the
-        # class, so members sharing this process get a subclass each, as if in their own.
-        assignor = type(base.__name__, (base,), {})
+        member = self
+
+        # aiokafka calls assign on the class and its assignors keep their state (the sticky one
+        # its last assignment) on the class, so each member gets a subclass of its own, as if
+        # it ran in its own process.
+        class Counting(base):  # type: ignore[misc, valid-type]
+            @classmethod
+            def assign(cls, cluster: Any, members: Any) -> Any:
+                member.led_group_of(len(members))
+                return super().assign(cluster, members)
+
         consumer = aiokafka.AIOKafkaConsumer(
             *self.topics, bootstrap_servers=self.bootstrap, group_id=self.group,
-            client_id=self.client_id, partition_assignment_strategy=(assignor,),
-            session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-            enable_auto_commit=False)
+            client_id=self.client_id, partition_assignment_strategy=(Counting,),
+            auto_offset_reset="earliest", enable_auto_commit=self.auto_commit,
+            session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS)
         await consumer.start()
         try:
             while not self.stopping.is_set():
-                await consumer.getmany(timeout_ms=100)
+                batches = await consumer.getmany(timeout_ms=100)
+                self.got(((r.partition, r.offset, r.value) for rs in batches.values()
+                          for r in rs), consumer.assignment())
         finally:
             await consumer.stop()
 
 
-class ConfluentMember(PeerMember):
+class ConfluentMember(Member):
     client = "confluent-kafka"
 
     def consume(self) -> None:
         import confluent_kafka
 
+        member = self
+
+        # librdkafka says "I am elected leader for group "g" with N member(s)" (debug cgrp).
+        class LeaderLog(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                found = re.search(r"elected leader for group .* with (\d+) member",
+                                  record.getMessage())
+                if found:
+                    member.led_group_of(int(found.group(1)))
+
+        log = logging.getLogger(f"rdkafka.{self.name}")
+        log.propagate = False
+        log.setLevel(logging.DEBUG)
+        log.addHandler(LeaderLog())
         consumer = confluent_kafka.Consumer({
             "bootstrap.servers": self.bootstrap, "group.id": self.group,
             "client.id": self.client_id, "partition.assignment.strategy": self.strategy,
+            "auto.offset.reset": "earliest", "enable.auto.commit": self.auto_commit,
             "session.timeout.ms": SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS, "enable.auto.commit": False})
+            "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS, "debug": "cgrp"}, logger=log)
+
+        def report(kind: str) -> Any:
+            # confluent-kafka assigns (incrementally, when cooperative) after the callback.
+            return lambda _consumer, tps: self.rebalanced(
+                kind, [(tp.topic, tp.partition) for tp in tps])
+
         try:
-            consumer.subscribe(self.topics)
+            consumer.subscribe(self.topics, on_assign=report("assigned"),
+                               on_revoke=report("revoked"), on_lost=report("lost"))
             while not self.stopping.is_set():
-                consumer.poll(0.1)
+                messages = [m for m in consumer.consume(500, 0.2) if m.error() is None]
+                self.got(((m.partition(), m.offset(), m.value()) for m in messages),
+                         ((tp.topic, tp.partition) for tp in consumer.assignment()))
         finally:
             consumer.close()
 
 
-MEMBER_TYPES: dict[str, type[PeerMember]] = {
-    cls.client: cls for cls in (KafkaPythonMember, AiokafkaMember, ConfluentMember)}
+MEMBER_TYPES: dict[str, type[Member]] = {
+    cls.client: cls for cls in (GroupkitMember, KafkaPythonMember, AiokafkaMember,
+                                ConfluentMember)}
 
 
-def commit_as_peer(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """Commit ``offsets`` for ``group`` with confluent-kafka, outside any group generation."""
-    from confluent_kafka import Consumer as ConfluentConsumer
-    from confluent_kafka import TopicPartition as ConfluentTP
-
-    consumer = ConfluentConsumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                  "enable.auto.commit": False, "log_level": 0})
-    try:
-        consumer.commit(offsets=[ConfluentTP(t, p, o) for (t, p), o in offsets.items()],
-                        asynchronous=False)
-    finally:
-        consumer.close()
+def owned_exactly_once(members: list[Member], partitions: set[TopicPartition]) -> bool:
+    """Every partition is held by exactly one member (and every member holds some)."""
+    seen: list[TopicPartition] = []
+    for member in members:
+        _, owned = member.snapshot()
+        if not owned:
+            return False
+        seen.extend(owned)
+    return len(seen) == len(set(seen)) and set(seen) == partitions
 
 
-def committed_by_peer(bootstrap: str, group: str, topic: str, partitions: int
-                      ) -> dict[int, int | None]:
-    """The group's committed offsets as kafka-python reads them (None: no commit)."""
-    import kafka
-
-    peer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                               enable_auto_commit=False)
-    try:
-        return {p: peer.committed(kafka.TopicPartition(topic, p)) for p in range(partitions)}
-    finally:
-        peer.close()
+def consumed(members: list[Member]) -> set[bytes]:
+    return {v for m in members for v in m.snapshot()[0]}
