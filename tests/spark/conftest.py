@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from groupkit import Admin, Producer
+from groupkit import Admin
+from tests.support.spark_topics import write
 
 JAVA_HELP = ("Spark tests need Java 17 or newer: install it (Debian/Ubuntu: apt-get install"
              " openjdk-17-jre-headless) or set JAVA_HOME to a JDK 17 installation")
@@ -61,17 +62,3 @@ def topic_with_batches(kafka_broker: object, unique_name: Callable[[str], str]
 
     return make
 
-
-def write(servers: str, topic: str, partitions: int, batches: int, per_batch: int,
-          first: int = 0) -> None:
-    """Each batch flushed on its own, so every partition holds ``batches`` record batches."""
-    with Producer(bootstrap_servers=servers, linger_ms=0) as producer:
-        n = first
-        for _ in range(batches):
-            futures = [producer.send(topic, f"{p}-{n + i}".encode(), key=f"k{i}".encode(),
-                                     partition=p, headers=[("h", b"v")])
-                       for p in range(partitions) for i in range(per_batch)]
-            producer.flush(30)
-            for f in futures:
-                f.result(30)
-            n += per_batch

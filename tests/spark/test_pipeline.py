@@ -122,3 +122,44 @@ def test_killed_mid_batch_nothing_is_lost_and_commits_never_pass_the_sink(
             .collect()}
     assert rows == {(p, o, f"{p}-{o}".encode()) for p in range(4) for o in range(150)}
     assert _committed(servers, group, topic, 4) == ends
+
+
+def test_the_batch_in_flight_is_finished_when_partitions_are_revoked(
+        spark: Any, kafka_broker: Any, topic_with_batches: Callable[..., str],
+        unique_name: Callable[[str], str]) -> None:
+    servers = kafka_broker.bootstrap_servers
+    topic = topic_with_batches(partitions=2, batches=1, per_batch=15)
+    group = unique_name("rv")
+    frames: list[tuple[int, int]] = []
+
+    class Revoked(SparkPipeline):
+        def process_batch(self, records: list[Any]) -> None:
+            super().process_batch(records)
+            if len(self._pending) >= 30:
+                # Neither limit is reached: stop() revokes with the batch still in flight.
+                self.stop()
+
+        def process_dataframe(self, df: Any, batch_id: int) -> None:
+            frames.append((batch_id, df.count()))
+
+    _run_in_thread(Revoked(spark=spark, topics=[topic], group_id=group, bootstrap_servers=servers,
+                           **{**SETTINGS, "batch_max_records": 1000,
+                              "batch_max_interval_ms": 600_000}), 90)
+    assert frames == [(0, 30)]
+    assert _committed(servers, group, topic, 2) == {0: 15, 1: 15}
+
+
+def test_lost_partitions_records_are_abandoned_uncommitted() -> None:
+    from groupkit.consumer import ConsumerRecord
+
+    class P(SparkPipeline):
+        def process_dataframe(self, df: Any, batch_id: int) -> None:
+            raise AssertionError("nothing is processed here")
+
+    pipeline = P(topics=["t"], group_id="g", bootstrap_servers="h:1")
+    records = [ConsumerRecord(offset=o, timestamp=0, key=None, value=b"", topic="t",
+                              partition=o % 2) for o in range(6)]
+    pipeline.process_batch(records)
+    pipeline.on_lost({TopicPartition("t", 1)})
+    assert [(r.partition, r.offset) for r in pipeline._pending] == [(0, 0), (0, 2), (0, 4)]
+    assert pipeline._next_offsets == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from assignors import TopicPartition
 from groupkit import Admin
 from groupkit.spark import await_commits
-from tests.spark.conftest import write
+from tests.support.spark_topics import write
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -136,3 +137,33 @@ def test_a_recreated_topic_is_data_loss_unless_fail_on_data_loss_is_false(
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
     assert query.awaitTermination(120)
     assert query.exception() is None
+
+
+def test_a_running_stream_commits_each_completed_batch(
+        spark: Any, kafka_broker: Any, topic_with_batches: Callable[..., str],
+        unique_name: Callable[[str], str], tmp_path: Path) -> None:
+    servers = kafka_broker.bootstrap_servers
+    topic = topic_with_batches(partitions=2, batches=1, per_batch=10)
+    group = unique_name("run")
+    df = _stream(spark, servers, topic, startingOffsets="earliest",
+                 **{"kafka.group.id": group, "includeHeaders": "true"})
+    query = (df.selectExpr("partition", "offset", "headers[0].key as h").writeStream
+             .format("parquet").option("path", str(tmp_path / "sink"))
+             .option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(processingTime="500 milliseconds").start())
+    try:
+        _wait_for(lambda: _committed(servers, group, topic, 2) == {0: 10, 1: 10}, 60)
+        write(servers, topic, 2, batches=1, per_batch=5, first=10)
+        _wait_for(lambda: _committed(servers, group, topic, 2) == {0: 15, 1: 15}, 60)
+    finally:
+        query.stop()
+    rows = sorted((r.partition, r.offset, r.h) for r in spark.read.parquet(
+        str(tmp_path / "sink")).collect())
+    assert rows == [(p, o, "h") for p in range(2) for o in range(15)]
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not reached within {timeout} s"
+        time.sleep(0.3)
