@@ -279,18 +279,25 @@ class Pool:
 
     def _advance_roll(self) -> None:
         if self._rolling is not None:
-            r = self._running.get(self._rolling)
-            if r is None or r.stopping is not None or not r.polled:
-                return  # the old one is stopping, or its replacement has not polled yet
-            log.info("rolling restart: worker %d replaced", self._rolling)
-            self._rolling = None
+            if self._rolling not in self._desired:
+                log.info("rolling restart: worker %d was removed", self._rolling)
+                self._rolling = None
+            else:
+                r = self._running.get(self._rolling)
+                if r is None or r.stopping is not None or not r.polled:
+                    return  # the old one is stopping, or its replacement has not polled yet
+                log.info("rolling restart: worker %d replaced", self._rolling)
+                self._rolling = None
         while self._roll:
             slot = self._roll.popleft()
-            old = self._running.get(slot)
-            if old is None or old.stopping is not None:
+            if slot not in self._desired:
                 continue
             self._rolling = slot
-            self._stop_worker(old, "rolling")
+            old = self._running.get(slot)
+            # A worker already stopping or restarting (recycled, crashed) is not stopped again:
+            # its replacement, started after the SIGHUP, completes this step of the roll.
+            if old is not None and old.stopping is None:
+                self._stop_worker(old, "rolling")
             return
 
     def _stop_worker(self, r: _Running, why: str) -> None:
