@@ -58,9 +58,13 @@ class GroupkitKafkaSource(DataSource):
         return _StreamReader(SourceOptions.parse(self.options, streaming=True))
 
 
-def _read(options: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+def _read(options: SourceOptions, partition: InputPartition | None
+          ) -> Iterator[pa.RecordBatch]:
     """An executor's task: the partition's range as Arrow record batches."""
-    span: OffsetRange = partition.value
+    span = getattr(partition, "value", None)
+    if not isinstance(span, OffsetRange):
+        # No range has records: Spark still runs one task, and hands it no range.
+        return
     for records in read_range(options.settings, span, options.fail_on_data_loss,
                               options.poll_timeout_ms):
         yield to_arrow(records, options.include_headers, span.tp)

@@ -87,3 +87,10 @@ def test_batch_read_with_ending_offsets_stops_there(
 def test_unknown_option_fails_at_load_naming_it(spark: Any, kafka_broker: Any) -> None:
     with pytest.raises(Exception, match="unknown option 'startingoffset'"):
         _read(spark, kafka_broker.bootstrap_servers, "any", startingOffset="earliest")
+
+
+def test_a_topic_without_records_reads_as_an_empty_dataframe(
+        spark: Any, kafka_broker: Any, topic_with_batches: Callable[..., str]) -> None:
+    topic = topic_with_batches(partitions=2, batches=0)
+    df = _read(spark, kafka_broker.bootstrap_servers, topic)
+    assert df.count() == 0
