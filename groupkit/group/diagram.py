@@ -9,6 +9,7 @@ from __future__ import annotations
 from groupkit.errors import error_for_code
 from groupkit.group.error_actions import DEFAULT_ACTIONS, ERROR_ACTIONS
 from groupkit.group.states import REACTIONS, TRANSITIONS, MemberState, Reaction, Trigger
+from groupkit.group.table import diagram
 
 _INTRO = """\
 # Group membership state machine
@@ -36,28 +37,14 @@ for its heartbeats. OffsetCommit and OffsetFetch are sent by the runtime with
 `commit_fence()`; their error codes go through `on_commit_error`/`on_offset_fetch_error`.
 """
 
-_FROM_ANYWHERE = ("POLL_TIMED_OUT", "STOPPED", "FAILED")
-
-
-def _rows() -> list[tuple[MemberState, Trigger, MemberState]]:
-    """The table's rows in enum order, so the page does not depend on hash seeds."""
-    states, triggers = list(MemberState), list(Trigger)
-    return sorted(((s, t, target) for (s, t), target in TRANSITIONS.items()),
-                  key=lambda row: (states.index(row[0]), triggers.index(row[1])))
+_FROM_ANYWHERE = (Trigger.POLL_TIMED_OUT, Trigger.STOPPED, Trigger.FAILED)
 
 
 def render() -> str:
     """The whole page as Markdown with a Mermaid diagram."""
-    lines = [_INTRO, "```mermaid", "stateDiagram-v2", "    [*] --> UNJOINED"]
-    for state, trigger, target in _rows():
-        if trigger.name in _FROM_ANYWHERE:
-            continue
-        lines.append(f"    {state.name} --> {target.name}: {trigger.name}")
-    for terminal in (MemberState.CLOSED, MemberState.FATAL):
-        lines.append(f"    {terminal.name} --> [*]")
-    lines += ["```", "", "| state | trigger | next state |", "|---|---|---|"]
-    for state, trigger, target in _rows():
-        lines.append(f"| {state.name} | {trigger.name} | {target.name} |")
+    lines = [_INTRO, *diagram(TRANSITIONS, MemberState.UNJOINED, "trigger",
+                              terminal=(MemberState.CLOSED, MemberState.FATAL),
+                              leave_out=_FROM_ANYWHERE)]
     lines += ["", "## States", ""]
     for state in MemberState:
         lines.append(f"- **{state.name}**: {state.value}")

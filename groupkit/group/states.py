@@ -13,6 +13,7 @@ import enum
 
 from groupkit.errors import IllegalStateError
 from groupkit.group.error_actions import Action, Api
+from groupkit.group.table import step
 
 
 class MemberState(enum.Enum):
@@ -98,12 +99,7 @@ del _state
 
 def next_state(state: MemberState, trigger: Trigger) -> MemberState:
     """The state ``trigger`` leads to from ``state``; a pair not in the table is a machine bug."""
-    try:
-        return TRANSITIONS[(state, trigger)]
-    except KeyError:
-        raise IllegalStateError(
-            f"group member cannot go from {state.name} on {trigger.name}; this is a groupkit bug,"
-            " please report it with the log of this member") from None
+    return step(TRANSITIONS, state, trigger, "a group member")
 
 
 class Reaction(enum.Enum):

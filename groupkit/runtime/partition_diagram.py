@@ -6,6 +6,7 @@ changing ``partition_state.TRANSITIONS``; a test fails while the page and the ta
 
 from __future__ import annotations
 
+from groupkit.group.table import diagram
 from groupkit.runtime.partition_state import TRANSITIONS, PartitionEvent, PartitionState
 
 _INTRO = """\
@@ -29,22 +30,10 @@ every row.
 _FROM_ANYWHERE = (PartitionEvent.SEEKED, PartitionEvent.RESET_REQUESTED, PartitionEvent.DROPPED)
 
 
-def _rows() -> list[tuple[PartitionState, PartitionEvent, PartitionState]]:
-    """The table's rows in enum order, so the page does not depend on hash seeds."""
-    states, events = list(PartitionState), list(PartitionEvent)
-    return sorted(((s, e, target) for (s, e), target in TRANSITIONS.items()),
-                  key=lambda row: (states.index(row[0]), events.index(row[1])))
-
-
 def render() -> str:
     """The whole page as Markdown with a Mermaid diagram."""
-    lines = [_INTRO, "```mermaid", "stateDiagram-v2", "    [*] --> AWAIT_POSITION"]
-    for state, event, target in _rows():
-        if event not in _FROM_ANYWHERE:
-            lines.append(f"    {state.name} --> {target.name}: {event.name}")
-    lines += ["```", "", "| state | event | next state |", "|---|---|---|"]
-    for state, event, target in _rows():
-        lines.append(f"| {state.name} | {event.name} | {target.name} |")
+    lines = [_INTRO, *diagram(TRANSITIONS, PartitionState.AWAIT_POSITION, "event",
+                              leave_out=_FROM_ANYWHERE)]
     lines += ["", "## States", ""]
     for state in PartitionState:
         lines.append(f"- **{state.name}**: {state.value}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 
-from groupkit.errors import IllegalStateError
+from groupkit.group.table import step
 
 
 class PartitionState(enum.Enum):
@@ -80,9 +80,4 @@ del _state
 
 def next_state(state: PartitionState, event: PartitionEvent) -> PartitionState:
     """The state ``event`` leads to from ``state``; a pair not in the table is a fetcher bug."""
-    try:
-        return TRANSITIONS[(state, event)]
-    except KeyError:
-        raise IllegalStateError(
-            f"a fetched partition cannot go from {state.name} on {event.name}; this is a"
-            " groupkit bug, please report it with the consumer's log") from None
+    return step(TRANSITIONS, state, event, "a fetched partition")

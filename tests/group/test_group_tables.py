@@ -21,6 +21,7 @@ from groupkit.group.states import (
     next_state,
     reaction_for,
 )
+from groupkit.group.table import reachable
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "group-state-machine.md"
 
@@ -83,14 +84,8 @@ def test_a_clients_retry_backoff_follows_its_settings() -> None:
 
 
 def test_every_state_is_reachable_from_unjoined() -> None:
-    seen, frontier = {MemberState.UNJOINED}, [MemberState.UNJOINED]
-    while frontier:
-        state = frontier.pop()
-        for (source, _), target in TRANSITIONS.items():
-            if source is state and target not in seen:
-                seen.add(target)
-                frontier.append(target)
-    assert seen == set(MemberState)
+    assert reachable(TRANSITIONS, MemberState.UNJOINED) == set(MemberState)
+    assert reachable(TRANSITIONS, MemberState.CLOSED) == {MemberState.CLOSED}
 
 
 def test_terminal_states_have_no_way_out_and_the_rest_can_stop() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from groupkit.errors import IllegalStateError
+from groupkit.group.table import reachable
 from groupkit.runtime.partition_diagram import render
 from groupkit.runtime.partition_state import (
     FAILED_STATES,
@@ -23,14 +24,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "fetch-partition-states.md"
 
 
 def test_every_state_is_reachable_from_a_new_assignment() -> None:
-    seen, frontier = {S.AWAIT_POSITION}, [S.AWAIT_POSITION]
-    while frontier:
-        state = frontier.pop()
-        for (source, _), target in TRANSITIONS.items():
-            if source is state and target not in seen:
-                seen.add(target)
-                frontier.append(target)
-    assert seen == set(PartitionState)
+    assert reachable(TRANSITIONS, S.AWAIT_POSITION) == set(PartitionState)
 
 
 def test_a_seek_or_reset_leaves_any_state_and_a_drop_abandons_only_what_is_in_flight() -> None:
