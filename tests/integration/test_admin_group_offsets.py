@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import kafka
 import pytest
 
 from assignors import TopicPartition
 from groupkit.admin import Admin
 from groupkit.errors import ConfigError, UnsupportedVersionError
-from groupkit.producer import Producer
 from groupkit.values import OffsetAndMetadata
+from tests.support.broker_data import committed_by_peer, make_batched_topic
 
 WAIT = 20.0
 
@@ -20,27 +19,12 @@ def admin(kafka_broker):
         yield a
 
 
-def _produce_batches(bootstrap: str, topic: str, partition: int, batches: list[int]) -> int:
-    """Write each batch with its own flush (one record batch each); returns the next offset."""
-    last = -1
-    with Producer(bootstrap_servers=bootstrap) as producer:
-        for size in batches:
-            futures = [producer.send(topic, b"x", partition=partition) for _ in range(size)]
-            producer.flush(WAIT)
-            last = futures[-1].result(0).offset
-    return last + 1
-
-
 def test_log_end_is_the_next_offset_to_be_written_across_several_batches(
         kafka_broker, admin, unique_name) -> None:
     topic = unique_name("ends")
-    admin.create_topics([topic], num_partitions=3)
-    truth = {
-        TopicPartition(topic, 0): _produce_batches(kafka_broker.bootstrap_servers, topic, 0,
-                                                   [100, 100, 100]),
-        TopicPartition(topic, 1): _produce_batches(kafka_broker.bootstrap_servers, topic, 1, [7]),
-        TopicPartition(topic, 2): 0,
-    }
+    ends = make_batched_topic(kafka_broker.bootstrap_servers, topic,
+                              {0: [100, 100, 100], 1: [7], 2: []})
+    truth = {TopicPartition(topic, p): end for p, end in ends.items()}
     assert truth[TopicPartition(topic, 0)] == 300
     assert admin.log_end_offsets(list(truth)) == truth
 
@@ -52,13 +36,7 @@ def test_altered_offsets_are_what_a_peer_client_reads_back(
     admin.alter_consumer_group_offsets(group, {
         TopicPartition(topic, 0): 5,
         TopicPartition(topic, 1): OffsetAndMetadata(9, metadata="moved by test")})
-    peer = kafka.KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers,
-                               group_id=group, enable_auto_commit=False)
-    try:
-        assert peer.committed(kafka.TopicPartition(topic, 0)) == 5
-        assert peer.committed(kafka.TopicPartition(topic, 1)) == 9
-    finally:
-        peer.close()
+    assert committed_by_peer(kafka_broker.bootstrap_servers, group, topic, 2) == {0: 5, 1: 9}
 
 
 def test_alter_refuses_negative_offsets_and_no_partitions(admin) -> None:

@@ -16,36 +16,19 @@ from groupkit.admin import Admin
 from groupkit.consumer import Consumer, ConsumerRecord
 from groupkit.group_consumer import GroupConsumer
 from groupkit.metrics import PrometheusMetrics, serve
-from groupkit.producer import Producer
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
-from tests.integration.metrics_scrape import eventually, healthz, scrape, value, values
+from tests.support.broker_data import create_topic, make_batched_topic, write_batches
+from tests.support.metrics_scrape import healthz, scrape, value, values
+from tests.support.waits import eventually
 
 pytestmark = pytest.mark.broker
 
 FAST = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
         "auto_offset_reset": "earliest"}
 WAIT = 45.0
-
-
-def make_topic(bootstrap: str, topic: str, per_partition: list[int]) -> dict[int, int]:
-    """Create ``topic`` with ``per_partition[p]`` records in partition p; return each
-    partition's log end as the producer's acknowledgements tell it (last offset + 1)."""
-    with Admin(bootstrap_servers=bootstrap) as admin:
-        admin.create_topics([topic], num_partitions=len(per_partition))
-    return produce(bootstrap, topic, per_partition)
-
-
-def produce(bootstrap: str, topic: str, per_partition: list[int]) -> dict[int, int]:
-    ends: dict[int, int] = {}
-    with Producer(bootstrap_servers=bootstrap) as producer:
-        futures = [producer.send(topic, b"x" * 50, partition=p)
-                   for p, n in enumerate(per_partition) for _ in range(n)]
-        producer.flush(30)
-        for future in futures:
-            meta = future.result(30)
-            ends[meta.partition] = max(ends.get(meta.partition, 0), meta.offset + 1)
-    return ends
+#: Every record's value: 50 bytes, so the byte counters have something to count.
+VALUE = b"x" * 50
 
 
 class Counted(GroupConsumer):
@@ -123,7 +106,7 @@ def _bound(worker: GroupConsumer) -> None:
 def test_group_metrics_follow_members_joining_and_leaving(
         kafka_broker: LocalBroker, unique_name) -> None:  # noqa: F811
     bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
-    ends = make_topic(bootstrap, topic, [100, 100, 100])
+    ends = make_batched_topic(bootstrap, topic, {0: [100], 1: [100], 2: [100]}, VALUE)
     a = Running(Counted(bootstrap_servers=bootstrap, group_id=group, topics=[topic]))
     address = a.worker.metrics_address
     assert address is not None and address[0] == "0.0.0.0" and address[1] > 0
@@ -216,7 +199,7 @@ def test_group_metrics_follow_members_joining_and_leaving(
 
 def test_lag_is_log_end_minus_position(kafka_broker: LocalBroker, unique_name) -> None:  # noqa: F811
     bootstrap, topic = kafka_broker.bootstrap_servers, unique_name("t")
-    ends = make_topic(bootstrap, topic, [120, 90])
+    ends = make_batched_topic(bootstrap, topic, {0: [120], 1: [90]}, VALUE)
     metrics = PrometheusMetrics()
     consumed: collections.Counter[int] = collections.Counter()
     oldest_seen: dict[int, int] = {}
@@ -257,7 +240,7 @@ def test_lag_is_log_end_minus_position(kafka_broker: LocalBroker, unique_name) -
 def test_healthz_turns_503_when_the_application_stops_polling(
         kafka_broker: LocalBroker, unique_name) -> None:  # noqa: F811
     bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
-    make_topic(bootstrap, topic, [0])
+    create_topic(bootstrap, topic, 1)
     worker = Counted(bootstrap_servers=bootstrap, group_id=group, topics=[topic],
                      max_poll_interval_ms=3000)
     worker.release.clear()
@@ -269,7 +252,7 @@ def test_healthz_turns_503_when_the_application_stops_polling(
             assert body["groups"][group]["state"] == "STABLE"
 
         eventually(healthy, WAIT, "the worker to join and report healthy")
-        produce(bootstrap, topic, [1])
+        write_batches(bootstrap, topic, {0: [1]}, VALUE)
         assert worker.stuck.wait(WAIT), "process() never got the record"
 
         def unhealthy() -> dict[str, Any]:

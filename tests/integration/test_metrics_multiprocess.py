@@ -13,17 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_metrics_group import WAIT, make_topic
 
 from groupkit.metrics import mark_process_dead, multiprocess_registry, serve
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
-from tests.integration.metrics_scrape import eventually, scrape, value
+from tests.support.broker_data import make_batched_topic
+from tests.support.metrics_scrape import scrape, value
+from tests.support.waits import eventually
 
 pytestmark = pytest.mark.broker
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("metrics_worker.py")
+WAIT = 45.0
 
 
 class Spawned:
@@ -61,7 +63,7 @@ class Spawned:
 def test_two_worker_processes_are_served_as_one(kafka_broker: LocalBroker, unique_name,  # noqa: F811
                                                 tmp_path: Path) -> None:
     bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
-    make_topic(bootstrap, topic, [50, 50, 50, 50])
+    make_batched_topic(bootstrap, topic, {p: [50] for p in range(4)})
     directory = str(tmp_path)
     workers = [Spawned(bootstrap, group, topic, directory) for _ in range(2)]
     try:

@@ -1,17 +1,13 @@
-"""Scraping a groupkit metrics server over real HTTP, and bounded waits on what it says."""
+"""Scraping a groupkit metrics server over real HTTP: samples by name and labels, /healthz."""
 
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
-
-T = TypeVar("T")
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -44,15 +40,3 @@ def healthz(port: int) -> tuple[int, dict[str, Any]]:
             return reply.status, json.loads(reply.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
-
-
-def eventually(check: Callable[[], T], timeout: float, what: str, step: float = 0.1) -> T:
-    """Run ``check`` until it stops raising AssertionError (bounded); return what it returned."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return check()
-        except AssertionError as error:
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"after {timeout} s, {what}: {error}") from error
-        time.sleep(step)
