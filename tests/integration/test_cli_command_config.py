@@ -11,8 +11,8 @@ from pathlib import Path
 import trustme
 
 from groupkit.testing import LocalBroker
-from tests.runtime.test_connection import TlsTerminator
 from tests.support.cli_groups import run_cli
+from tests.support.tls_terminator import TlsTerminator
 
 
 def test_sasl_settings_from_a_properties_file_are_used(tmp_path: Path, capsys) -> None:
