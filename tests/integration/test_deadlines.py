@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,14 +28,6 @@ pytestmark = pytest.mark.broker
 
 #: The issue's bound: a call returns or raises within its timeout plus this.
 SLACK = 0.5
-
-
-@pytest.fixture
-def broker() -> Iterator[LocalBroker]:
-    with LocalBroker() as b:
-        yield b
-        if b.pid is not None:
-            os.kill(b.pid, signal.SIGCONT)
 
 
 def timed(call: Callable[[], Any]) -> tuple[float, Any]:

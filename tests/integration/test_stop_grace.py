@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,14 +26,6 @@ WORKER = Path(__file__).with_name("grace_worker.py")
 GRACE_MS = 3000
 #: Interpreter start-up is not part of it, but exiting is: a generous bound for that.
 EXIT_SLACK = 1.0
-
-
-@pytest.fixture
-def broker() -> Iterator[LocalBroker]:
-    with LocalBroker() as b:
-        yield b
-        if b.pid is not None:
-            os.kill(b.pid, signal.SIGCONT)
 
 
 def start_worker(broker: LocalBroker, topic: str) -> subprocess.Popen[str]:
