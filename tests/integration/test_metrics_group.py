@@ -14,11 +14,12 @@ import pytest
 from assignors import TopicPartition
 from groupkit.admin import Admin
 from groupkit.consumer import Consumer, ConsumerRecord
-from groupkit.group_consumer import GroupConsumer
+from groupkit.group_consumer import GroupConsumer, RunSummary
 from groupkit.metrics import PrometheusMetrics, serve
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from tests.support.broker_data import create_topic, make_batched_topic, write_batches
+from tests.support.group_workers import InThread
 from tests.support.metrics_scrape import healthz, scrape, value, values
 from tests.support.waits import eventually
 
@@ -69,21 +70,12 @@ class Counted(GroupConsumer):
             self.held -= {tp.partition for tp in partitions}
 
 
-class Running:
-    """A worker's run() on a thread of its own, stopped (bounded) by ``stop``."""
+class Running(InThread):
+    """A worker's run() on a thread of its own, once its metrics server is bound."""
 
     def __init__(self, worker: Counted) -> None:
-        self.worker = worker
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        super().__init__(worker)
         eventually(lambda: _bound(worker), WAIT, "the metrics server to be bound")
-
-    def _run(self) -> None:
-        try:
-            self.worker.run()
-        except BaseException as exc:
-            self.error = exc
 
     @property
     def port(self) -> int:
@@ -91,12 +83,10 @@ class Running:
         assert address is not None
         return address[1]
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = WAIT) -> RunSummary:
+        """Let a stuck process() go, stop() the worker and wait (bounded) for run()."""
         self.worker.release.set()
-        self.worker.stop()
-        self.thread.join(WAIT)
-        assert not self.thread.is_alive(), "run() did not return after stop()"
-        assert self.error is None, self.error
+        return super().stop(timeout)
 
 
 def _bound(worker: GroupConsumer) -> None:
