@@ -151,7 +151,10 @@ _REQUEST_REACTIONS = {
 }
 
 #: api -> {action -> reaction}. The only place the machine decides what an action means for
-#: it; every action the error table (with its defaults) can name for an api has a row.
+#: it; every action the error table (with its defaults) can name for an api has a row. They
+#: follow the Java client's AbstractCoordinator response handlers (e.g. a Heartbeat's
+#: REBALANCE_IN_PROGRESS rejoins only from STABLE; a JoinGroup it answers "loading" is sent
+#: again after the retry back-off) and ConsumerCoordinator's commit handler.
 REACTIONS: dict[Api, dict[Action, Reaction]] = {
     Api.FIND_COORDINATOR: {A.BACK_OFF: R.RETRY_FIND, A.FATAL: R.STOP},
     Api.JOIN_GROUP: {**_GROUP_REACTIONS, A.ADOPT_MEMBER_ID: R.ADOPT_MEMBER_ID},
