@@ -1,10 +1,18 @@
-"""A recording TCP proxy in front of one Kafka broker, for capturing what real clients send.
+"""A recording, fault-injecting TCP proxy in front of one Kafka broker.
 
 Clients connect to the proxy, which forwards bytes both ways and keeps every request frame with
 its decoded header and the broker's matching response frame. A broker advertises its own
 address in Metadata and FindCoordinator answers, so the proxy rewrites that address to its own
 there (decoded with groupkit's message classes and re-encoded at the same version); clients
 therefore keep every connection, the group coordinator's included, going through it.
+
+Faults for the chaos tests: ``arm(Fault(api_key, action))`` makes the next request with that API
+key (from a matching client id) hit its connection with one of
+- ``reset``: the request is dropped and the client's socket is reset (TCP RST);
+- ``stall``: the request, and those after it on that connection, wait ``seconds`` first;
+- ``blackhole``: nothing more passes either way on that connection, which stays open, as in a
+  network partition the client can only notice by its own timeouts.
+Each firing is kept in ``fired``.
 
 Plain threads and blocking sockets; everything it starts it stops in ``stop()`` (bounded).
 """
@@ -14,10 +22,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
+from typing import Literal
 
 import attrs
 
@@ -29,7 +39,7 @@ from groupkit.protocol.messages.metadata import MetadataResponse
 from groupkit.protocol.primitives import Reader
 from groupkit.protocol.schema import Response
 
-__all__ = ["Exchange", "RecordingProxy"]
+__all__ = ["Exchange", "Fault", "Fired", "RecordingProxy"]
 
 _METADATA_KEY = 3
 _FIND_COORDINATOR_KEY = 10
@@ -62,6 +72,28 @@ class Exchange:
     response_seq: int | None = None
 
 
+@attrs.frozen
+class Fault:
+    """What to do to the connection that carries the next request with ``api_key``
+    (from a client id starting with ``client_id``, when given)."""
+
+    api_key: int
+    action: Literal["reset", "stall", "blackhole"]
+    seconds: float = 0.0
+    client_id: str | None = None
+
+
+@attrs.frozen
+class Fired:
+    """A fault that hit: the connection, the request's client id and seq, and when."""
+
+    fault: Fault
+    connection: int
+    client_id: str | None
+    seq: int
+    at: float
+
+
 @attrs.define
 class _Pending:
     seq: int
@@ -84,6 +116,13 @@ def _read_header(frame: bytes) -> tuple[int, int, int, str | None]:
     """api_key, api_version, correlation_id and client_id: the prefix of every request header."""
     r = Reader(frame, context="request header")
     return r.int16(), r.int16(), r.int32(), r.nullable_string()
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close ``sock`` so that the peer gets a TCP RST rather than an orderly end of stream."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
 
 
 def _shut(sock: socket.socket) -> None:
@@ -114,6 +153,10 @@ class RecordingProxy:
                                                 repr=False)
     _seq: itertools.count[int] = attrs.field(factory=itertools.count, init=False, repr=False)
     _stopping: bool = attrs.field(default=False, init=False, repr=False)
+    _armed: list[Fault] = attrs.field(factory=list, init=False, repr=False)
+    fired: list[Fired] = attrs.field(factory=list, init=False)
+    _blackholed: set[int] = attrs.field(factory=set, init=False, repr=False)
+    _stopped: threading.Event = attrs.field(factory=threading.Event, init=False, repr=False)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -133,6 +176,7 @@ class RecordingProxy:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Close every socket and wait (at most ``timeout`` s in all) for the threads to end."""
+        self._stopped.set()
         with self._changed:
             self._stopping = True
             sockets = list(self._sockets)
@@ -176,6 +220,23 @@ class RecordingProxy:
                     raise TimeoutError(f"timed out after {timeout} s waiting for {what}; "
                                        f"proxy errors: {self.errors}")
                 self._changed.wait(min(left, 0.5))
+
+    def arm(self, fault: Fault) -> None:
+        """Hit the connection of the next request that matches ``fault`` (once)."""
+        with self._changed:
+            self._armed.append(fault)
+
+    def wait_fired(self, count: int, timeout: float) -> list[Fired]:
+        """Wait until ``count`` faults have fired; TimeoutError after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(self.fired) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{len(self.fired)} of {count} faults fired within "
+                                       f"{timeout} s; still armed: {self._armed}")
+                self._changed.wait(min(left, 0.5))
+            return list(self.fired)
 
     def _spawn(self, target: Callable[..., None], name: str, *args: object) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -221,7 +282,18 @@ class RecordingProxy:
         try:
             while data := client.recv(_RECV_SIZE):
                 for frame in decoder.feed(data):
-                    self._record_request(connection, frame, pending)
+                    record = self._record_request(connection, frame, pending)
+                    if connection in self._blackholed:
+                        continue
+                    fault = self._fault_for(connection, record)
+                    if fault is not None and fault.action == "reset":
+                        _reset(client)
+                        return
+                    if fault is not None and fault.action == "blackhole":
+                        self._blackholed.add(connection)
+                        continue
+                    if fault is not None and self._stopped.wait(fault.seconds):
+                        return
                     upstream.sendall(len(frame).to_bytes(4, "big") + frame)
         except (OSError, GroupkitError) as exc:
             self._note_failure(connection, "client side", exc)
@@ -235,7 +307,9 @@ class RecordingProxy:
         try:
             while data := upstream.recv(_RECV_SIZE):
                 for frame in decoder.feed(data):
-                    client.sendall(self._answer(connection, frame, pending))
+                    answer = self._answer(connection, frame, pending)
+                    if connection not in self._blackholed:
+                        client.sendall(answer)
         except (OSError, GroupkitError) as exc:
             self._note_failure(connection, "broker side", exc)
         finally:
@@ -243,18 +317,35 @@ class RecordingProxy:
             _shut(client)
 
     def _record_request(self, connection: int, frame: bytes,
-                        pending: dict[int, _Pending]) -> None:
+                        pending: dict[int, _Pending]) -> _Pending | None:
         try:
             api_key, version, correlation_id, client_id = _read_header(frame)
         except GroupkitError as exc:
             self._error(f"connection {connection}: unreadable request header: {exc}")
-            return
+            return None
         with self._changed:
             record = _Pending(next(self._seq), connection, api_key, version, correlation_id,
                               client_id, frame)
             pending[correlation_id] = record
             self._records.append(record)
             self._changed.notify_all()
+        return record
+
+    def _fault_for(self, connection: int, record: _Pending | None) -> Fault | None:
+        """The armed fault this request sets off (and disarms), if any."""
+        if record is None:
+            return None
+        with self._changed:
+            for fault in self._armed:
+                if fault.api_key == record.api_key and (
+                        fault.client_id is None
+                        or (record.client_id or "").startswith(fault.client_id)):
+                    self._armed.remove(fault)
+                    self.fired.append(Fired(fault, connection, record.client_id, record.seq,
+                                            time.monotonic()))
+                    self._changed.notify_all()
+                    return fault
+        return None
 
     def _answer(self, connection: int, frame: bytes, pending: dict[int, _Pending]) -> bytes:
         """Record the response and return the frame (size prefix included) to send on."""
