@@ -9,6 +9,8 @@ import os
 import sys
 from typing import Any
 
+from groupkit.cli.common import BOOTSTRAP_ENV
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``run`` command."""
@@ -20,7 +22,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("target", metavar="MODULE:CLASS", help="e.g. myapp.workers:OrderWorker")
     parser.add_argument("--processes", type=int, default=1,
                         help="worker processes (default 1: one member in the foreground)")
-    parser.add_argument("--bootstrap-servers", help="host:port[,host:port...] of the brokers")
+    parser.add_argument("--bootstrap-server", "--bootstrap-servers", dest="bootstrap_servers",
+                        help="host:port[,host:port...] of the brokers (default:"
+                             " $GROUPKIT_BOOTSTRAP_SERVERS, else the class's setting)")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="Java-style client properties (TLS, SASL), as for 'groupkit"
+                             " groups'; --set wins over them")
     parser.add_argument("--metrics-port", type=int,
                         help="serve /metrics and /healthz on this port (0: any free port)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -62,6 +69,15 @@ def load_target(target: str) -> type:
         raise ConfigError(f"cannot load {target}: {exc}") from exc
 
 
+def _connection_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """Settings from --command-config (none without it)."""
+    if not args.command_config:
+        return {}
+    from groupkit.cli.properties import client_settings, read_properties
+
+    return client_settings(read_properties(args.command_config), args.command_config)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the member or the pool; return the pool's exit status."""
     from groupkit.errors import ConfigError
@@ -70,7 +86,11 @@ def run(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s")
     try:
         cls = load_target(args.target)
-        settings = parse_sets(args.set)
+        # Precedence: --bootstrap-server, --set, $GROUPKIT_BOOTSTRAP_SERVERS, --command-config.
+        settings = _connection_settings(args)
+        if os.environ.get(BOOTSTRAP_ENV):
+            settings["bootstrap_servers"] = os.environ[BOOTSTRAP_ENV]
+        settings.update(parse_sets(args.set))
         if args.bootstrap_servers:
             settings["bootstrap_servers"] = args.bootstrap_servers
         from groupkit.workers.pool import POOL_SETTINGS

@@ -40,3 +40,34 @@ def test_bad_settings_exit_2_with_a_message(caplog: pytest.LogCaptureFixture) ->
                        "--set", "grace_timeout_s=3"])
     assert status == 2
     assert "did you mean 'graceful_timeout_s'?" in caplog.text
+
+
+def test_connection_settings_come_from_the_flag_set_environment_and_command_config(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "capture_settings_here.py").write_text(
+        "from groupkit import GroupConsumer\n"
+        "SEEN = []\n"
+        "class W(GroupConsumer):\n"
+        "    def __init__(self, **settings):\n"
+        "        SEEN.append(settings)\n"
+        "    def run(self):\n"
+        "        return None\n"
+        "    def process(self, record): pass\n")
+    config = tmp_path / "client.properties"
+    config.write_text("bootstrap.servers=file:1\nsecurity.protocol=sasl_ssl\n"
+                      "sasl.mechanism=PLAIN\nsasl.username=u\nsasl.password=p\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", list(__import__("sys").path))
+    monkeypatch.delenv("GROUPKIT_BOOTSTRAP_SERVERS", raising=False)
+    argv = ["run", "capture_settings_here:W", "--command-config", str(config)]
+    assert main(argv) == 0
+    monkeypatch.setenv("GROUPKIT_BOOTSTRAP_SERVERS", "env:1")
+    assert main(argv) == 0
+    assert main([*argv, "--set", "bootstrap_servers='set:1'"]) == 0
+    assert main([*argv, "--set", "bootstrap_servers='set:1'", "--bootstrap-server", "flag:1"]) == 0
+    from capture_settings_here import SEEN
+
+    assert [s["bootstrap_servers"] for s in SEEN] == ["file:1", "env:1", "set:1", "flag:1"]
+    assert SEEN[0] == {"bootstrap_servers": "file:1", "security_protocol": "SASL_SSL",
+                       "sasl_mechanism": "PLAIN", "sasl_plain_username": "u",
+                       "sasl_plain_password": "p"}
