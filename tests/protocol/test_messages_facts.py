@@ -6,7 +6,6 @@ mistake in the codec cannot hide itself.
 
 from __future__ import annotations
 
-import struct
 import uuid
 
 import pytest
@@ -38,47 +37,9 @@ from groupkit.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from tests.support.wire_bytes import NO_TAGS, arr, b32, carr, cb, cs, i8, i16, i32, s
 
 MEMBER_ID_REQUIRED = 79
-NO_TAGS = b"\x00"
-
-
-def i8(v: int) -> bytes:
-    return struct.pack(">b", v)
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def s(v: str | None) -> bytes:
-    """A classic (int16-length) string; None is the null string."""
-    return i16(-1) if v is None else i16(len(v.encode())) + v.encode()
-
-
-def cs(v: str | None) -> bytes:
-    """A compact string (uvarint length + 1; 0 is null), short enough for a one-byte varint."""
-    return b"\x00" if v is None else bytes([len(v.encode()) + 1]) + v.encode()
-
-
-def b32(v: bytes) -> bytes:
-    return i32(len(v)) + v
-
-
-def cb(v: bytes) -> bytes:
-    return bytes([len(v) + 1]) + v
-
-
-def arr(items: list[bytes]) -> bytes:
-    return i32(len(items)) + b"".join(items)
-
-
-def carr(items: list[bytes] | None) -> bytes:
-    return b"\x00" if items is None else bytes([len(items) + 1]) + b"".join(items)
 
 
 # --- JoinGroup v4+: MEMBER_ID_REQUIRED ---------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import struct
 import uuid
 from importlib import resources
 from typing import Any
@@ -109,56 +108,22 @@ from groupkit.protocol.messages.sasl import (
 )
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import Array, Message, Struct
+from tests.support.wire_bytes import (
+    COMPACT_NULL,
+    NO_TAGS,
+    NULL_ARRAY,
+    NULL_STRING,
+    carr_len,
+    cs,
+    i8,
+    i16,
+    i32,
+    i64,
+    s,
+    uv,
+)
 
 TOPIC_ID = uuid.UUID("01a20257-9e73-7fc3-972e-8dcd0c74e42a")
-
-
-# --- byte spelling helpers ------------------------------------------------------------------
-
-
-def i8(v: int) -> bytes:
-    return struct.pack(">b", v)
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def i64(v: int) -> bytes:
-    return struct.pack(">q", v)
-
-
-def s(text: str) -> bytes:
-    data = text.encode()
-    return i16(len(data)) + data
-
-
-def uv(v: int) -> bytes:
-    out = bytearray()
-    while v > 0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def cs(text: str) -> bytes:
-    data = text.encode()
-    return uv(len(data) + 1) + data
-
-
-def carr(n: int) -> bytes:
-    return uv(n + 1)
-
-
-NULL_STRING = i16(-1)
-NULL_ARRAY = i32(-1)
-COMPACT_NULL = b"\x00"
-NO_TAGS = b"\x00"
 
 
 def to_kafka_python(kp_cls: Any, obj: Struct) -> Any:
@@ -238,7 +203,7 @@ def test_offset_commit_v7_static_member_and_v6_leader_epoch() -> None:
 def test_offset_commit_v8_is_flexible() -> None:
     msg = _commit(member_id="m")
     expected = (cs("g") + i32(-1) + cs("m") + COMPACT_NULL
-                + carr(1) + cs("t") + carr(1) + i32(3) + i64(42) + i32(-1) + cs("m")
+                + carr_len(1) + cs("t") + carr_len(1) + i32(3) + i64(42) + i32(-1) + cs("m")
                 + NO_TAGS + NO_TAGS + NO_TAGS)
     assert_layout(msg, 8, expected, KpOffsetCommitRequest)
     assert msg.encode(9) == expected
@@ -253,9 +218,9 @@ def test_offset_fetch_v8_asks_for_many_groups_in_one_request() -> None:
         OffsetFetchRequestGroup(group_id="g2", topics=[
             OffsetFetchRequestTopics(name="t", partition_indexes=[0, 2])]),
     ], require_stable=True)
-    expected = (carr(2)
+    expected = (carr_len(2)
                 + cs("g1") + COMPACT_NULL + NO_TAGS
-                + cs("g2") + carr(1) + cs("t") + carr(2) + i32(0) + i32(2) + NO_TAGS + NO_TAGS
+                + cs("g2") + carr_len(1) + cs("t") + carr_len(2) + i32(0) + i32(2) + NO_TAGS + NO_TAGS
                 + b"\x01" + NO_TAGS)
     assert_layout(msg, 8, expected, KpOffsetFetchRequest)
 
@@ -263,9 +228,9 @@ def test_offset_fetch_v8_asks_for_many_groups_in_one_request() -> None:
 def test_offset_fetch_v9_adds_member_id_and_epoch_per_group() -> None:
     msg = OffsetFetchRequest(groups=[
         OffsetFetchRequestGroup(group_id="g", member_id="m", member_epoch=4, topics=None)])
-    expected = carr(1) + cs("g") + cs("m") + i32(4) + COMPACT_NULL + NO_TAGS + b"\x00" + NO_TAGS
+    expected = carr_len(1) + cs("g") + cs("m") + i32(4) + COMPACT_NULL + NO_TAGS + b"\x00" + NO_TAGS
     assert_layout(msg, 9, expected, KpOffsetFetchRequest)
-    assert msg.encode(8) == carr(1) + cs("g") + COMPACT_NULL + NO_TAGS + b"\x00" + NO_TAGS
+    assert msg.encode(8) == carr_len(1) + cs("g") + COMPACT_NULL + NO_TAGS + b"\x00" + NO_TAGS
 
 
 def test_offset_fetch_single_group_form_is_refused_from_v8() -> None:
@@ -284,7 +249,7 @@ def test_offset_fetch_null_topics_means_all_topics_only_from_v2() -> None:
 
 
 def test_offset_fetch_v7_response_has_leader_epoch_and_top_level_error() -> None:
-    body = (i32(0) + carr(1) + cs("t") + carr(1)
+    body = (i32(0) + carr_len(1) + cs("t") + carr_len(1)
             + i32(0) + i64(19) + i32(2) + COMPACT_NULL + i16(0) + NO_TAGS + NO_TAGS
             + i16(15) + NO_TAGS)
     resp = OffsetFetchResponse.decode(body, 7)
@@ -366,8 +331,8 @@ def test_fetch_v11_adds_rack_and_v12_last_fetched_epoch_in_flexible_form() -> No
         topic="t", partitions=[attrs.evolve(part, last_fetched_epoch=-1)])])
     assert_layout(v11, 11, head + i32(1) + s("t") + i32(1) + i32(0) + i32(3) + i64(10)
                   + i64(-1) + i32(100) + i32(0) + s("r1"), KpFetchRequest)
-    expected = (head + carr(1) + cs("t") + carr(1) + i32(0) + i32(3) + i64(10) + i32(2)
-                + i64(-1) + i32(100) + NO_TAGS + NO_TAGS + carr(0) + cs("r1") + NO_TAGS)
+    expected = (head + carr_len(1) + cs("t") + carr_len(1) + i32(0) + i32(3) + i64(10) + i32(2)
+                + i64(-1) + i32(100) + NO_TAGS + NO_TAGS + carr_len(0) + cs("r1") + NO_TAGS)
     assert_layout(msg, 12, expected, KpFetchRequest)
 
 
@@ -375,7 +340,7 @@ def test_fetch_v13_names_topics_by_id_and_drops_the_name() -> None:
     msg = FetchRequest(max_wait_ms=1, min_bytes=1, topics=[FetchRequestTopic(
         topic="t", topic_id=TOPIC_ID, partitions=[])])
     expected = (i32(-1) + i32(1) + i32(1) + i32(0x7FFFFFFF) + i8(0) + i32(0) + i32(-1)
-                + carr(1) + TOPIC_ID.bytes + carr(0) + NO_TAGS + carr(0) + cs("") + NO_TAGS)
+                + carr_len(1) + TOPIC_ID.bytes + carr_len(0) + NO_TAGS + carr_len(0) + cs("") + NO_TAGS)
     assert msg.encode(13) == expected
     assert FetchRequest.decode(expected, 13).topics[0].topic_id == TOPIC_ID
 
@@ -386,7 +351,7 @@ def test_fetch_v15_moves_the_replica_id_into_a_tagged_replica_state() -> None:
     tags = (uv(2) + uv(0) + uv(2) + cs("c")
             + uv(1) + uv(13) + i32(2) + i64(9) + NO_TAGS)
     expected = (i32(1) + i32(1) + i32(0x7FFFFFFF) + i8(0) + i32(0) + i32(-1)
-                + carr(0) + carr(0) + cs("") + tags)
+                + carr_len(0) + carr_len(0) + cs("") + tags)
     assert_layout(msg, 15, expected, KpFetchRequest)
     with pytest.raises(FieldVersionError, match="replica_id"):
         FetchRequest(replica_id=2).encode(15)
@@ -444,8 +409,8 @@ def test_fetch_v12_partition_tagged_fields_diverging_epoch_leader_snapshot() -> 
             + uv(0) + uv(13) + i32(3) + i64(8) + NO_TAGS
             + uv(1) + uv(9) + i32(1) + i32(4) + NO_TAGS
             + uv(2) + uv(13) + i64(5) + i32(2) + NO_TAGS)
-    expected = (i32(0) + i16(0) + i32(0) + carr(1) + cs("t") + carr(1)
-                + i32(0) + i16(0) + i64(10) + i64(-1) + i64(-1) + carr(0) + i32(-1) + uv(1)
+    expected = (i32(0) + i16(0) + i32(0) + carr_len(1) + cs("t") + carr_len(1)
+                + i32(0) + i16(0) + i64(10) + i64(-1) + i64(-1) + carr_len(0) + i32(-1) + uv(1)
                 + tags + NO_TAGS + NO_TAGS)
     assert_layout(msg, 12, expected, KpFetchResponse)
     with pytest.raises(FieldVersionError, match="diverging_epoch"):
@@ -456,8 +421,8 @@ def test_fetch_v16_response_has_tagged_node_endpoints() -> None:
     msg = FetchResponse(node_endpoints=[
         FetchResponseNodeEndpoint(node_id=1, host="h", port=9092, rack=None)])
     node = i32(1) + cs("h") + i32(9092) + COMPACT_NULL + NO_TAGS
-    endpoints = carr(1) + node
-    expected = (i32(0) + i16(0) + i32(0) + carr(0)
+    endpoints = carr_len(1) + node
+    expected = (i32(0) + i16(0) + i32(0) + carr_len(0)
                 + uv(1) + uv(0) + uv(len(endpoints)) + endpoints)
     assert_layout(msg, 16, expected, KpFetchResponse)
     with pytest.raises(FieldVersionError, match="node_endpoints"):
@@ -484,7 +449,7 @@ def test_produce_v3_leads_with_the_transactional_id() -> None:
 
 def test_produce_v9_is_flexible() -> None:
     expected = (COMPACT_NULL + i16(-1) + i32(1500)
-                + carr(1) + cs("t") + carr(1) + i32(1) + uv(3) + b"RB" + NO_TAGS + NO_TAGS
+                + carr_len(1) + cs("t") + carr_len(1) + i32(1) + uv(3) + b"RB" + NO_TAGS + NO_TAGS
                 + NO_TAGS)
     assert_layout(_produce(), 9, expected, KpProduceRequest)
 
@@ -507,9 +472,9 @@ def test_produce_v10_response_has_tagged_current_leader_and_node_endpoints() -> 
                                      leader_id=2, leader_epoch=5))])],
         node_endpoints=[ProduceResponseNodeEndpoint(node_id=2, host="b2", port=9093,
                                                     rack="r")])
-    endpoints = carr(1) + i32(2) + cs("b2") + i32(9093) + cs("r") + NO_TAGS
-    expected = (carr(1) + cs("t") + carr(1)
-                + i32(0) + i16(6) + i64(-1) + i64(-1) + i64(-1) + carr(0) + COMPACT_NULL
+    endpoints = carr_len(1) + i32(2) + cs("b2") + i32(9093) + cs("r") + NO_TAGS
+    expected = (carr_len(1) + cs("t") + carr_len(1)
+                + i32(0) + i16(6) + i64(-1) + i64(-1) + i64(-1) + carr_len(0) + COMPACT_NULL
                 + uv(1) + uv(0) + uv(9) + i32(2) + i32(5) + NO_TAGS
                 + NO_TAGS + i32(0) + uv(1) + uv(0) + uv(len(endpoints)) + endpoints)
     assert msg.encode(10) == expected
@@ -569,8 +534,8 @@ def test_create_topics_v7_response_has_topic_id_configs_and_tagged_config_error(
         topic_config_error_code=29, num_partitions=3, replication_factor=1,
         configs=[CreateTopicsResponseConfig(name="k", value=None, read_only=True,
                                             config_source=5, is_sensitive=False)])])
-    expected = (i32(0) + carr(1) + cs("t") + TOPIC_ID.bytes + i16(0) + COMPACT_NULL
-                + i32(3) + i16(1) + carr(1) + cs("k") + COMPACT_NULL + b"\x01" + i8(5) + b"\x00"
+    expected = (i32(0) + carr_len(1) + cs("t") + TOPIC_ID.bytes + i16(0) + COMPACT_NULL
+                + i32(3) + i16(1) + carr_len(1) + cs("k") + COMPACT_NULL + b"\x01" + i8(5) + b"\x00"
                 + NO_TAGS + uv(1) + uv(0) + uv(2) + i16(29) + NO_TAGS)
     assert msg.encode(7) == expected
     assert CreateTopicsResponse.decode(expected, 7) == msg
@@ -583,7 +548,7 @@ def test_delete_topics_v6_names_topics_by_name_or_id() -> None:
     msg = DeleteTopicsRequest(topics=[DeleteTopicsRequestTopic(name="a"),
                                       DeleteTopicsRequestTopic(topic_id=TOPIC_ID)],
                               timeout_ms=100)
-    expected = (carr(2) + cs("a") + NULL_UUID.bytes + NO_TAGS
+    expected = (carr_len(2) + cs("a") + NULL_UUID.bytes + NO_TAGS
                 + COMPACT_NULL + TOPIC_ID.bytes + NO_TAGS + i32(100) + NO_TAGS)
     assert_layout(msg, 6, expected, KpDeleteTopicsRequest)
     with pytest.raises(FieldVersionError, match="topics"):
@@ -593,7 +558,7 @@ def test_delete_topics_v6_names_topics_by_name_or_id() -> None:
 def test_delete_topics_names_array_up_to_v5() -> None:
     msg = DeleteTopicsRequest(topic_names=["a", "b"], timeout_ms=100)
     assert_layout(msg, 3, i32(2) + s("a") + s("b") + i32(100), KpDeleteTopicsRequest)
-    assert_layout(msg, 4, carr(2) + cs("a") + cs("b") + i32(100) + NO_TAGS,
+    assert_layout(msg, 4, carr_len(2) + cs("a") + cs("b") + i32(100) + NO_TAGS,
                   KpDeleteTopicsRequest)
 
 

@@ -22,21 +22,10 @@ from groupkit.errors import (
 from groupkit.protocol.headers import RequestHeader
 from groupkit.protocol.versions import CLIENT_VERSIONS
 from tests.support.fake_broker import FakeCluster, offset_delete_answer
+from tests.support.wire_bytes import i32, s
 
 OFFSET_DELETE = ApiKey.OFFSET_DELETE
 SUBSCRIBED = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def s(text: str) -> bytes:
-    return i16(len(text)) + text.encode()
 
 
 @pytest.fixture

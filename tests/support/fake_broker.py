@@ -40,6 +40,7 @@ from groupkit.protocol.messages.metadata import (
 )
 from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import CLIENT_VERSIONS
+from tests.support.wire_bytes import arr, i16, i32, s
 
 #: (socket, request header, decoded request): answers, stays silent or misbehaves.
 Handler = Callable[[socket.socket, RequestHeader, Request], None]
@@ -193,9 +194,6 @@ class FakeCluster(FakeBroker):
 def offset_delete_answer(top: int, topics: list[tuple[str, list[tuple[int, int]]]]) -> bytes:
     """An OffsetDeleteResponse v0 body written out field by field: error code, throttle time,
     then each topic's name and its (partition, error code) pairs."""
-    body = struct.pack(">hii", top, 0, len(topics))
-    for name, parts in topics:
-        body += struct.pack(">h", len(name)) + name.encode() + struct.pack(">i", len(parts))
-        for partition, code in parts:
-            body += struct.pack(">ih", partition, code)
-    return body
+    return i16(top) + i32(0) + arr([
+        s(name) + arr([i32(partition) + i16(code) for partition, code in parts])
+        for name, parts in topics])
