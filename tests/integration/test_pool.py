@@ -133,16 +133,17 @@ def test_sigttin_and_sigttou_move_only_the_partitions_that_must_move(
     pool = pools("RecordingWorker", 2, bootstrap, group, topic, "assignors=['cooperative-sticky']")
 
     def shared_by(n: int) -> dict[int, set[int]]:
+        # Waits for the balanced end state: a cooperative rebalance passes through states that
+        # also cover every partition once (a worker's report of its revoke may come late).
         held = {pid: h for pid, h in pool.holders().items() if h}
         assert len(held) == n and set().union(*held.values()) == set(range(6)), held
-        assert sum(len(h) for h in held.values()) == 6, held
+        assert sorted(len(h) for h in held.values()) == [6 // n] * n, held
         return held
 
     before = eventually(lambda: shared_by(2), "two workers to share six partitions")
     pool.proc.send_signal(signal.SIGTTIN)
     during = eventually(lambda: shared_by(3), "a third worker to take its share")
-    added = (set(during) - set(before)).pop()
-    assert len(during[added]) == 2
+    assert len(set(during) - set(before)) == 1
     for pid in before:  # each kept two of its three: only what the new worker needed moved
         assert during[pid] <= before[pid] and len(during[pid]) == 2
     pool.proc.send_signal(signal.SIGTTOU)

@@ -91,9 +91,11 @@ def test_reconnect_waits_out_the_backoff_with_injected_jitter() -> None:
 
     conn = BrokerConnection("127.0.0.1", _closed_port(), reconnect_backoff_ms=200,
                             reconnect_backoff_max_ms=300, jitter=jitter)
+    # The back-off runs from the failed attempt, so the clock starts before it: a test thread
+    # delayed between the failure and the next line must not shorten the wait it sees.
+    started = time.monotonic()
     with pytest.raises(KafkaConnectionError, match="cannot connect"):
         conn.connect()
-    started = time.monotonic()
     future = conn.send(MetadataRequest())
     assert isinstance(future.exception(5), KafkaConnectionError)
     assert time.monotonic() - started >= 0.19
