@@ -16,17 +16,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 
 from assignors import TopicPartition
 from groupkit.admin import Admin
-from groupkit.producer import Producer
 from groupkit.protocol.headers import decode_request_frame, decode_response_frame
 from groupkit.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from tests.support.recording_proxy import Exchange
@@ -35,7 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 OFFSET_COMMIT_KEY = 8
 #: The user property under which each case records its one-line figure.
 CHAOS_PROPERTY = "chaos"
-T = TypeVar("T")
 
 #: Short timeouts so every fault resolves in seconds (Tansu accepts a 3 s session). The request
 #: timeout outlasts a stall (1.5 sessions), so a stalled request is waited for, not abandoned.
@@ -44,18 +40,6 @@ MEMBER_SETTINGS: dict[str, Any] = {
     "request_timeout_ms": 6000, "auto_offset_reset": "earliest", "auto_commit_interval_ms": 200,
     "assignors": ["cooperative-sticky", "range"], "delay_s": 0.002,
 }
-
-
-def eventually(check: Callable[[], T], what: str, timeout: float) -> T:
-    """Run ``check`` until it stops raising AssertionError (bounded); return its result."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return check()
-        except AssertionError as error:
-            if time.monotonic() >= deadline:
-                raise AssertionError(f"after {timeout} s, {what}: {error}") from error
-        time.sleep(0.05)
 
 
 class Member:
@@ -105,27 +89,11 @@ class Member:
         return self.stderr_path.read_text() if self.stderr_path.exists() else ""
 
 
-def produce(bootstrap: str, topic: str, partitions: int, n: int, start: int = 0) -> None:
-    """``n`` records round-robin over the partitions, written straight to the broker."""
-    with Producer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
-        futures = [producer.send(topic, f"r{start + i}".encode(), partition=i % partitions)
-                   for i in range(n)]
-        producer.flush(30)
-        for future in futures:
-            future.result(30)
-
-
 def log_ends(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """Each partition's log end (high watermark)."""
     with Admin(bootstrap_servers=bootstrap) as admin:
         ends = admin.log_end_offsets([TopicPartition(topic, p) for p in range(partitions)])
     return {tp.partition: offset for tp, offset in ends.items()}
-
-
-def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    wanted = [TopicPartition(topic, p) for p in range(partitions)]
-    with Admin(bootstrap_servers=bootstrap) as admin:
-        found = admin.list_group_offsets(group, wanted)
-    return {tp.partition: found[tp].offset for tp in wanted if tp in found}
 
 
 @attrs.frozen
@@ -220,6 +188,5 @@ def generations_seen(members: list[Member]) -> int:
 
 __all__ = [
     "CHAOS_PROPERTY", "MEMBER_SETTINGS", "Commit", "Member", "Outcome", "accepted_commits",
-    "backwards_commits", "committed", "eventually", "generations_seen", "held_twice",
-    "log_ends", "produce",
+    "backwards_commits", "generations_seen", "held_twice", "log_ends",
 ]

@@ -7,7 +7,7 @@ its connection) and member b joins, or, once a and b share the partitions, a is 
 SIGSTOPped until b has taken all its partitions over (past its session). The case waits until
 the group is whole again, produces more, and waits until everything is processed and committed. Whatever happened, every record is processed (none lost), no partition is held by
 two members in one generation, the committed offsets never go backwards and end at the log end.
-Each case's one-line figure is printed at the end of the run (conftest.py); docs/reliability.md
+Each case's one-line figure is printed at the end of the run (tests/conftest.py); docs/reliability.md
 keeps the table.
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from groupkit.admin import Admin
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.support.broker_data import committed, create_topic, produce
 from tests.support.chaos import (
     CHAOS_PROPERTY,
     MEMBER_SETTINGS,
@@ -30,14 +30,12 @@ from tests.support.chaos import (
     Outcome,
     accepted_commits,
     backwards_commits,
-    committed,
-    eventually,
     generations_seen,
     held_twice,
     log_ends,
-    produce,
 )
 from tests.support.recording_proxy import Fault, RecordingProxy
+from tests.support.waits import eventually
 
 pytestmark = pytest.mark.broker
 
@@ -77,9 +75,8 @@ def test_no_record_lost_no_partition_shared_no_commit_backwards(
         record_property: Callable[[str, object], None]) -> None:
     direct = kafka_broker.bootstrap_servers
     topic, group = unique_name("t"), unique_name("g")
-    with Admin(bootstrap_servers=direct) as admin:
-        admin.create_topics([topic], num_partitions=PARTITIONS)
-    produce(direct, topic, PARTITIONS, BATCH)
+    create_topic(direct, topic, PARTITIONS)
+    produce(direct, topic, range(BATCH), PARTITIONS)
     started = time.monotonic()
     kind, action = case.split("-")
     everything = set(range(PARTITIONS))
@@ -87,35 +84,36 @@ def test_no_record_lost_no_partition_shared_no_commit_backwards(
         a = Member(tmp_path, "a", proxy.bootstrap_servers, group, topic)
         members = [a]
         try:
-            eventually(lambda: _holds(a, everything), "a to hold every partition", WAIT)
+            eventually(lambda: _holds(a, everything), WAIT, "a to hold every partition")
             if kind in API_KEYS:
                 proxy.arm(Fault(API_KEYS[kind], action, STALL_S, client_id="chaos-a"))
             b = Member(tmp_path, "b", proxy.bootstrap_servers, group, topic)
             members.append(b)
             if kind in API_KEYS:
-                produce(direct, topic, PARTITIONS, BATCH, start=BATCH)
+                produce(direct, topic, range(BATCH, 2 * BATCH), PARTITIONS)
                 fault_at = proxy.wait_fired(1, WAIT)[0].at
             else:
-                eventually(lambda: _share(a, b, everything), "a and b to share the partitions",
-                           WAIT)
+                eventually(lambda: _share(a, b, everything), WAIT,
+                           "a and b to share the partitions")
                 before = len(a.processed())
-                produce(direct, topic, PARTITIONS, BATCH, start=BATCH)
+                produce(direct, topic, range(BATCH, 2 * BATCH), PARTITIONS)
                 # In the middle of its work: some processed, some not yet committed.
-                eventually(lambda: _processed_more(a, before, 10), "a to work on new records",
-                           WAIT)
+                eventually(lambda: _processed_more(a, before, 10), WAIT,
+                           "a to work on new records")
                 a.signal(signal.SIGKILL if action == "SIGKILL" else signal.SIGSTOP)
                 fault_at = time.monotonic()
                 # Past the session: b is given every partition only once a's session expired.
-                eventually(lambda: _holds(b, everything), "b to take every partition over", WAIT)
+                eventually(lambda: _holds(b, everything), WAIT,
+                           "b to take every partition over")
                 if action == "SIGSTOP":
                     a.signal(signal.SIGCONT)
             # Recovered: the group is whole again (a back in it unless it was killed).
             if action == "SIGKILL":
-                eventually(lambda: _holds(b, everything), "b to hold every partition", WAIT)
+                eventually(lambda: _holds(b, everything), WAIT, "b to hold every partition")
             else:
-                eventually(lambda: _share(a, b, everything), "a and b to share the partitions",
-                           WAIT)
-            produce(direct, topic, PARTITIONS, BATCH, start=2 * BATCH)
+                eventually(lambda: _share(a, b, everything), WAIT,
+                           "a and b to share the partitions")
+            produce(direct, topic, range(2 * BATCH, 3 * BATCH), PARTITIONS)
             ends = log_ends(direct, topic, PARTITIONS)
             wanted = {(p, o) for p, end in ends.items() for o in range(end)}
 
@@ -124,7 +122,7 @@ def test_no_record_lost_no_partition_shared_no_commit_backwards(
                 assert wanted <= done, f"{len(wanted - done)} records not processed yet"
                 assert committed(direct, group, topic, PARTITIONS) == ends, "commits behind"
 
-            eventually(all_done, "every record processed and committed", WAIT)
+            eventually(all_done, WAIT, "every record processed and committed")
             recovered = time.monotonic() - fault_at
         finally:
             codes = {m.name: m.stop(30) for m in members}
