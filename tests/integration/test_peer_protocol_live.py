@@ -14,7 +14,7 @@ import pytest
 from groupkit.protocol.consumer import Assignment, Subscription
 from groupkit.testing import LocalBroker
 from tests.support.broker_data import create_topics
-from tests.support.group_traffic import JoinSeen, SyncSeen, group_traffic, settled_generation
+from tests.support.group_traffic import JoinSeen, SyncSeen, group_traffic, join_in_turn
 from tests.support.peers import ConfluentMember, KafkaPythonMember, Member
 from tests.support.recording_proxy import RecordingProxy
 
@@ -58,20 +58,13 @@ def run_group(proxy: RecordingProxy, unique_name: Callable[[str], str], strategy
     topics = {f"{group}-{suffix}": count for suffix, count in TOPIC_PARTITIONS.items()}
     create_topics(proxy.bootstrap_servers, topics)
     everything = {(topic, p) for topic, count in topics.items() for p in range(count)}
-    members: list[Member] = []
-    generation: int | None = None
+    members: list[Member] = [
+        KafkaPythonMember(proxy.bootstrap_servers, group, sorted(topics), strategy,
+                          "kafka-python-live"),
+        ConfluentMember(proxy.bootstrap_servers, group, sorted(topics), strategy,
+                        "confluent-kafka-live")]
     try:
-        for kind, client_id in ((KafkaPythonMember, "kafka-python-live"),
-                                (ConfluentMember, "confluent-kafka-live")):
-            members.append(kind(proxy.bootstrap_servers, group, sorted(topics), strategy,
-                                client_id))
-            members[-1].start()
-            ids = {m.client_id for m in members}
-            seen = proxy.wait_until(
-                lambda exchanges, ids=ids: settled_generation(
-                    group_traffic(exchanges, group)[1], ids, everything) is not None,
-                SETTLE_TIMEOUT, f"the group to settle with {sorted(ids)}")
-            generation = settled_generation(group_traffic(seen, group)[1], ids, everything)
+        seen, generation = join_in_turn(proxy, group, members, everything, SETTLE_TIMEOUT)
         if claim:
             members[0].stop()
             seen = proxy.wait_until(lambda exchanges: claimed_after_leave(exchanges, group),
@@ -81,7 +74,6 @@ def run_group(proxy: RecordingProxy, unique_name: Callable[[str], str], strategy
         for member in reversed(members):
             member.stop()
     assert proxy.errors == []
-    assert generation is not None
     joins, syncs = group_traffic(seen, group)
     return joins, syncs, topics, generation
 

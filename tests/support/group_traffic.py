@@ -6,7 +6,8 @@ JoinGroup, the assignments a leader puts in SyncGroup, and what each member gets
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -18,7 +19,10 @@ from groupkit.protocol.messages.group import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from tests.support.recording_proxy import Exchange
+from tests.support.recording_proxy import Exchange, RecordingProxy
+
+if TYPE_CHECKING:
+    from tests.support.peers import Member
 
 JOIN_GROUP_KEY = 11
 SYNC_GROUP_KEY = 14
@@ -126,3 +130,23 @@ def settled_generation(syncs: list[SyncSeen], client_ids: set[str],
         if len(held) == len(set(held)) and set(held) == partitions:
             return generation
     return None
+
+
+def join_in_turn(proxy: RecordingProxy, group: str, members: Sequence[Member],
+                 partitions: set[tuple[str, int]], timeout: float) -> tuple[list[Exchange], int]:
+    """Start ``members`` one at a time, each once ``group`` has settled with the ones before it
+    (``settled_generation`` as seen through ``proxy``), so later JoinGroups carry what a member
+    already owns. Returns the exchanges seen when the last one settled, and that generation;
+    the caller stops the members."""
+    seen: list[Exchange] = []
+    generation: int | None = None
+    for count, member in enumerate(members, start=1):
+        member.start()
+        ids = {m.client_id for m in members[:count]}
+        seen = proxy.wait_until(
+            lambda exchanges, ids=ids: settled_generation(
+                group_traffic(exchanges, group)[1], ids, partitions) is not None,
+            timeout, f"{group} to settle with {sorted(ids)}")
+        generation = settled_generation(group_traffic(seen, group)[1], ids, partitions)
+    assert generation is not None, "no members to start"
+    return seen, generation

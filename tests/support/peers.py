@@ -94,7 +94,10 @@ class Member(threading.Thread):
         raise NotImplementedError
 
     def stop(self, timeout: float = 20.0) -> None:
-        """Ask the member to leave and close; raise what it failed with, or if it hangs."""
+        """Ask the member to leave and close; raise what it failed with, or if it hangs. A member
+        never started has nothing to stop."""
+        if self.ident is None:
+            return
         self.stopping.set()
         self.join(timeout)
         if self.is_alive():
