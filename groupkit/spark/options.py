@@ -152,6 +152,11 @@ class SourceOptions:
                                       " client setting in dotted form, e.g."
                                       " kafka.security.protocol")
                 settings[field] = _setting_value(field, value)
+                if field == "isolation_level" and value != "read_uncommitted":
+                    # Ranges end at the high watermark; a read_committed reader would wait
+                    # for records past the last stable offset until kafkaConsumer.pollTimeoutMs.
+                    raise ConfigError("option kafka.isolation.level: only read_uncommitted is"
+                                      " supported by groupkit-kafka so far; remove it")
                 continue
             raise ConfigError(f"unknown option {name!r} for the groupkit-kafka source")
         servers = given.get("kafka.bootstrap.servers", "").strip()

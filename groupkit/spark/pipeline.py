@@ -121,7 +121,14 @@ class SparkPipeline(GroupConsumer):
         self._pending_since = time.monotonic()
         table = pa.Table.from_batches([to_arrow(batch, self._headers)])
         df = self.spark.createDataFrame(table)
-        self.process_dataframe(df, self._batch_id)
+        try:
+            self.process_dataframe(df, self._batch_id)
+        except BaseException:
+            # run() stops with this error; the records after the failed batch must not be
+            # processed and committed on the way out (the revoke in close()), or the failed
+            # ones would be skipped for good.
+            self._pending = []
+            raise
         self._batch_id += 1
         GroupConsumer._advance(self, batch)
         if self._consumer is not None:

@@ -70,6 +70,7 @@ def test_per_partition_json_and_assign() -> None:
     ({"startingOffsetsFallback": "middle"}, True, "startingOffsetsFallback must be"),
     ({"kafka.request.timeout.ms": "soon"}, True, "kafka.request.timeout.ms must be an integer"),
     ({"kafka.bootstrap.servers": "nohost"}, True, "is not host:port"),
+    ({"kafka.isolation.level": "read_committed"}, True, "only read_uncommitted is supported"),
 ])
 def test_bad_options_raise_config_error_naming_them(extra: dict[str, str], streaming: bool,
                                                     message: str) -> None:

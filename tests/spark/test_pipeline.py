@@ -163,3 +163,26 @@ def test_lost_partitions_records_are_abandoned_uncommitted() -> None:
     pipeline.on_lost({TopicPartition("t", 1)})
     assert [(r.partition, r.offset) for r in pipeline._pending] == [(0, 0), (0, 2), (0, 4)]
     assert pipeline._next_offsets == {}
+
+
+def test_a_failed_batch_stops_the_pipeline_and_nothing_from_it_on_is_committed(
+        spark: Any, kafka_broker: Any, topic_with_batches: Callable[..., str],
+        unique_name: Callable[[str], str]) -> None:
+    servers = kafka_broker.bootstrap_servers
+    topic = topic_with_batches(partitions=1, batches=1, per_batch=30)
+    group = unique_name("fail")
+
+    class FailsSecond(SparkPipeline):
+        failed = False
+
+        def process_dataframe(self, df: Any, batch_id: int) -> None:
+            # Fails once: a batch processed after the failure would succeed and be committed.
+            if batch_id == 1 and not self.failed:
+                self.failed = True
+                raise RuntimeError("sink down")
+
+    with pytest.raises(RuntimeError, match="sink down"):
+        _run_in_thread(FailsSecond(spark=spark, topics=[topic], group_id=group,
+                                   bootstrap_servers=servers,
+                                   **{**SETTINGS, "batch_max_records": 10}), 90)
+    assert _committed(servers, group, topic, 1) == {0: 10}
