@@ -8,7 +8,9 @@ them all and one JVM starts.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 
@@ -21,10 +23,26 @@ JAVA_HELP = ("Spark tests need Java 17 or newer: install it (Debian/Ubuntu: apt-
              " openjdk-17-jre-headless) or set JAVA_HOME to a JDK 17 installation")
 
 
+def _java_major() -> int | None:
+    """The major version of the java Spark will start (JAVA_HOME's, else the PATH's)."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if java is None or not os.path.exists(java):
+        return None
+    shown = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60).stderr
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', shown)
+    if found is None:
+        return None
+    major = int(found.group(1))
+    return int(found.group(2) or 0) if major == 1 else major
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.fail(JAVA_HELP, pytrace=False)
+    major = _java_major()
+    if major is None or major < 17:
+        found = "none found" if major is None else f"found Java {major}"
+        pytest.fail(f"{JAVA_HELP} ({found})", pytrace=False)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
