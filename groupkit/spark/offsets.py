@@ -28,6 +28,10 @@ COMMIT_KEY = "@groupkit"
 
 Positions = dict[TopicPartition, int]
 
+#: Kafka's internal topics, which a pattern never matches (the Java consumer's default,
+#: exclude.internal.topics=true).
+_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
 
 class DataLossError(GroupkitError):
     """Records the query needs are gone from the log (deleted, truncated, or a partition
@@ -73,7 +77,7 @@ class SourceCluster:
         counts = self.admin.list_topics()
         if o.pattern is not None:
             pattern = re.compile(o.pattern)
-            names = [t for t in counts if pattern.fullmatch(t)]
+            names = [t for t in counts if pattern.fullmatch(t) and t not in _INTERNAL_TOPICS]
         else:
             names = [t for t in o.topics if t in counts]
         return {TopicPartition(t, p) for t in names for p in range(counts[t])}

@@ -94,3 +94,16 @@ def test_arrow_batches_keep_each_record_partition() -> None:
     assert batch.column("topic").to_pylist() == ["a", "b", "b", "a"]
     assert batch.column("partition").to_pylist() == [0, 1, 1, 0]
     assert batch.column("timestamp")[1].value == (1_700_000_000_000 + 1) * 1000
+
+
+def test_a_pattern_never_matches_kafka_internal_topics() -> None:
+    from types import SimpleNamespace
+
+    from groupkit.spark.offsets import SourceCluster
+
+    options = SourceOptions.parse({"kafka.bootstrap.servers": "h:1", "subscribePattern": ".*"},
+                                  streaming=True)
+    cluster = SourceCluster(options)
+    cluster._admin = SimpleNamespace(  # type: ignore[assignment]
+        list_topics=lambda: {"events": 2, "__consumer_offsets": 50, "__transaction_state": 3})
+    assert cluster.partitions() == {TopicPartition("events", 0), TopicPartition("events", 1)}
