@@ -94,3 +94,13 @@ def test_a_topic_without_records_reads_as_an_empty_dataframe(
     topic = topic_with_batches(partitions=2, batches=0)
     df = _read(spark, kafka_broker.bootstrap_servers, topic)
     assert df.count() == 0
+
+
+def test_assign_reads_only_the_named_partitions(
+        spark: Any, kafka_broker: Any, topic_with_batches: Callable[..., str]) -> None:
+    topic = topic_with_batches(partitions=3, batches=2, per_batch=5)
+    df = (spark.read.format("groupkit-kafka")
+          .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
+          .option("assign", json.dumps({topic: [2, 0]})).load())
+    got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+    assert got == [(0, o) for o in range(10)] + [(2, o) for o in range(10)]
