@@ -62,7 +62,9 @@ def by_stream(spark: SparkSession, servers: str, out: Path) -> None:
              .option("checkpointLocation", str(out / "checkpoint"))
              .trigger(availableNow=True).start())
     query.awaitTermination()
-    await_commits(query)  # the group commit of the last batch, before the driver moves on
+    # The source committed the last batch before the query ended; this waits for the
+    # listener's commit of it too, so nothing is left in flight when the driver moves on.
+    await_commits(query)
 
 
 class EventsToLake(SparkPipeline):

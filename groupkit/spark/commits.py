@@ -1,17 +1,18 @@
-"""Committing a stream's completed micro-batches to its ``kafka.group.id``.
+"""Committing a stream's completed micro-batches to its ``kafka.group.id``: the listener.
 
-Spark calls a source's ``commit()`` one batch late and never for the last batch of an
-availableNow run, so the source does not commit there. Instead a StreamingQueryListener, added
-to the session by ``groupkit.spark.register``, hears ``onQueryProgress``: Spark posts it after a
-micro-batch has run and its sink and commit log are written. The event carries each source's
-end offsets, and the ``groupkit-kafka`` source puts its commit target (group id and bootstrap
-servers) into them, so the listener knows what to commit where. The commit goes outside group
-membership (generation -1, empty member id, as the Java client's standalone commitSync) and only
-forward. A failed commit logs a warning and never fails the query; Spark's checkpoint stays the
-query's own record of progress.
+The source commits a completed batch's end when Spark asks it for the next batch's end (see
+``groupkit.spark.source``); that covers every batch of an availableNow run, the last included,
+before the query ends. A query that runs on a processing-time trigger and is stopped right
+after a batch gets no such call, so a StreamingQueryListener, added to the session by
+``groupkit.spark.register``, commits too: ``onQueryProgress`` is posted after a micro-batch has
+run and its sink and commit log are written, and carries each source's end offsets, into which
+the ``groupkit-kafka`` source writes its commit target (group id and bootstrap servers). Both
+commit outside group membership (generation -1, empty member id, as the Java client's
+standalone commitSync) and only forward, so the second of the two is a no-op. A failed commit
+logs a warning and never fails the query; Spark's checkpoint stays the query's own record.
 
-Spark delivers listener events asynchronously: right after ``awaitTermination()`` the last
-batch's commit may still be on its way. ``await_commits(query, timeout)`` waits for it.
+Spark delivers listener events asynchronously: ``await_commits(query, timeout)`` waits until
+the listener has handled the query's last batch.
 """
 
 from __future__ import annotations

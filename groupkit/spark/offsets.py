@@ -62,6 +62,8 @@ class SourceCluster:
 
     options: SourceOptions
     _admin: Admin | None = attrs.field(init=False, default=None)
+    #: What this process last committed (or found committed), so an idle trigger sends nothing.
+    _committed: Positions = attrs.field(init=False, factory=dict)
 
     @property
     def admin(self) -> Admin:
@@ -129,6 +131,20 @@ class SourceCluster:
         early = self.earliest(tp for tp, o in spec.items() if o == EARLIEST)
         late = self.latest(tp for tp, o in spec.items() if o == LATEST)
         return {tp: early.get(tp, late.get(tp, o)) for tp, o in spec.items()}
+
+    def commit_completed(self, positions: Positions) -> None:
+        """Commit the end of a completed batch to the group (forward only); a failure logs a
+        warning and never reaches the query."""
+        group = self.options.group_id
+        if group is None or not positions or positions == self._committed:
+            return
+        try:
+            commit_forward(self.admin, group, positions)
+        except GroupkitError as exc:
+            log.warning("commit of %d partition(s) to group %s failed (%s); the next batch"
+                        " commits again", len(positions), group, exc)
+            return
+        self._committed = dict(positions)
 
     @property
     def commit_target(self) -> dict[str, str] | None:

@@ -3,9 +3,14 @@
 Planning (which offsets a batch covers) runs in the driver's Python worker through an Admin;
 reading runs in executor Python workers, one task per partition range, with a Consumer that
 only assigns. Offsets go through Spark's checkpoint as the JSON of Spark's Kafka source (see
-``groupkit.spark.offsets``). Committing to ``kafka.group.id`` is not done here: Spark calls a
-source's ``commit()`` one batch late and never for the last batch of an availableNow run, so the
-group commit listens for completed batches instead (``groupkit.spark.commits``).
+``groupkit.spark.offsets``).
+
+Committing to ``kafka.group.id``: Spark calls a source's ``commit()`` one batch late and never
+for the last batch of an availableNow run, so it is not used. Spark asks ``latestOffset(start)``
+for the next batch only after the previous one completed, and once more after the last batch of
+an availableNow run, so ``start`` is a completed batch's end: it is committed there, before the
+query goes on or ends. A query stopped between triggers is covered by the listener in
+``groupkit.spark.commits``, which commits each batch's end from its progress event.
 """
 
 from __future__ import annotations
@@ -128,10 +133,11 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._cluster: SourceCluster | None = None
         self._cap: Positions | None = None
+        self._initial: Positions | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get the options only; the driver's connections stay on the driver.
-        return {"options": self.options, "_cluster": None, "_cap": None}
+        return {"options": self.options, "_cluster": None, "_cap": None, "_initial": None}
 
     @property
     def cluster(self) -> SourceCluster:
@@ -144,7 +150,8 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict[str, Any]:
         parts = self.cluster.partitions()
-        return self._encode(self.cluster.resolve(self.options.starting, parts))
+        self._initial = self.cluster.resolve(self.options.starting, parts)
+        return self._encode(self._initial)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         limit = self.options.max_offsets_per_trigger
@@ -155,6 +162,11 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = decode(start)
+        if begin != self._initial:
+            # Spark asks for the next batch's end only once the previous batch completed (its
+            # sink and commit log written), so ``start`` is a completed batch's end. This call
+            # also comes after the last batch of an availableNow run, before the query ends.
+            self.cluster.commit_completed(begin)
         parts = self.cluster.partitions()
         gone = sorted(set(begin) - parts)
         if gone:
