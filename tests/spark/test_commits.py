@@ -73,3 +73,33 @@ def test_max_offsets_per_trigger_is_shared_by_lag_and_always_progresses() -> Non
     assert limited[c] == 5 and limited[a] - begin[a] > limited[b] - begin[b] > 0
     assert _limit(begin, ends, 1000) == ends
     assert sum(_limit(begin, ends, 1)[tp] - begin[tp] for tp in begin) == 1
+
+
+def test_the_source_commit_of_a_completed_batch_warns_on_failure_and_skips_repeats(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from groupkit.errors import GroupkitError
+    from groupkit.spark.offsets import SourceCluster
+    from groupkit.spark.options import SourceOptions
+
+    calls: list[dict[TopicPartition, int]] = []
+
+    class Broken:
+        def list_group_offsets(self, group: str, partitions: Any) -> dict[Any, Any]:
+            return {}
+
+        def alter_consumer_group_offsets(self, group: str, offsets: Any) -> None:
+            calls.append(dict(offsets))
+            if len(calls) == 1:
+                raise GroupkitError("coordinator unavailable")
+
+    cluster = SourceCluster(SourceOptions.parse(
+        {"kafka.bootstrap.servers": "h:1", "subscribe": "t", "kafka.group.id": "g"},
+        streaming=True))
+    cluster._admin = Broken()  # type: ignore[assignment]
+    end = {TopicPartition("t", 0): 5}
+    with caplog.at_level(logging.WARNING, logger="groupkit.spark.offsets"):
+        cluster.commit_completed(end)
+    assert any("to group g failed" in r.getMessage() for r in caplog.records)
+    cluster.commit_completed(end)   # retried: the first one failed
+    cluster.commit_completed(end)   # an idle trigger: already committed, nothing sent
+    assert calls == [end, end]
