@@ -22,6 +22,7 @@ from assignors import TopicPartition
 from groupkit.consumer import Consumer, ConsumerRecord
 from groupkit.errors import NoOffsetForPartitionError, RequestTimeoutError
 from groupkit.runtime.gc_pause import gc_paused
+from groupkit.spark.offsets import DataLossError
 
 __all__ = ["OffsetRange", "arrow_schema", "read_range", "spark_schema_ddl", "to_arrow"]
 
@@ -119,8 +120,6 @@ def read_range(settings: dict[str, Any], span: OffsetRange, fail_on_data_loss: b
     inside the range (compaction, transaction markers) are normal and skipped silently; Spark's
     Kafka source calls them data loss, which makes compacted topics need failOnDataLoss=false.
     """
-    from groupkit.spark.offsets import DataLossError
-
     if span.start >= span.end:
         return
     consumer = Consumer(**{**settings, "group_id": None, "enable_auto_commit": False,
