@@ -14,8 +14,9 @@ auto-commit, earliest reset. Rows:
 - ``first``: from "go" to the first record of a topic that already holds records (a new
   group, earliest reset): joining, syncing, finding the offsets and the first fetch;
 - ``consume <codec>``: records/s of one member reading N records of 100 bytes from an
-  8-partition topic (written uncompressed, and snappy), counted from its first record to its
-  last; ``cpu`` is the member's CPU seconds from "go" to its last record, ``rss`` its peak
+  8-partition topic (written uncompressed, and snappy), counted from the end of its first poll
+  that returned records to its last record (a client that returns the whole topic in that
+  first poll gets no rate, "-"); ``cpu`` is the member's CPU seconds from "go" to its last record, ``rss`` its peak
   resident memory;
 - ``idle cpu`` / ``idle rss``: one joined member polling an empty topic for D seconds, CPU
   time over wall time and resident memory at the end, read from /proc.
@@ -220,14 +221,14 @@ def member_main(client: str, bootstrap: str, group: str, topic: str, target: int
     owned = _Owned()
     cpu = time.process_time()
     poll, close = MEMBERS[client](bootstrap, group, topic, owned)
-    count, first = 0, 0.0
+    count, first, first_count = 0, 0.0, 0
     while commands.empty():
         got = poll()
         if got and not count:
-            first = time.monotonic()
+            first, first_count = time.monotonic(), got
         count += got
         if target and count >= target:
-            _emit(consumed=count, first=first, last=time.monotonic(),
+            _emit(consumed=count, first=first, first_count=first_count, last=time.monotonic(),
                   cpu=time.process_time() - cpu, rss=peak_rss_mib())
             break
     close()
@@ -383,16 +384,19 @@ def produce(bootstrap: str, topic: str, n: int, codec: str = "none") -> None:
         raise RuntimeError("could not produce the benchmark records")
 
 
-def consume(client: str, bootstrap: str, group: str, topic: str, n: int) -> dict[str, float]:
-    """One member reading ``n`` records: its rate from first record to last, the time from
-    "go" to its first record, its CPU seconds and peak RSS."""
+def consume(client: str, bootstrap: str, group: str, topic: str, n: int
+            ) -> dict[str, float | None]:
+    """One member reading ``n`` records: its rate after its first poll with records (those
+    records arrived at an unknown moment of that poll, so they are not counted; None if that
+    poll had them all), the time from "go" to its first record, its CPU seconds and peak RSS."""
     (member,) = start_members(client, 1, bootstrap, group, topic, target=n)
     try:
         started = go([member])
         deadline = time.monotonic() + WAIT_S + n / 2000
         while (event := member.next_event(deadline)) is not None:
             if "consumed" in event:
-                return {"rate": event["consumed"] / (event["last"] - event["first"]),
+                rest = event["consumed"] - event["first_count"]
+                return {"rate": rest / (event["last"] - event["first"]) if rest > 0 else None,
                         "first": event["first"] - started, "cpu": event["cpu"],
                         "rss": event["rss"]}
         raise RuntimeError(f"{client} did not consume {n} records in time")
@@ -401,9 +405,9 @@ def consume(client: str, bootstrap: str, group: str, topic: str, n: int) -> dict
 
 
 def run_client(client: str, bootstrap: str, args: argparse.Namespace,
-               consume_topics: dict[str, str]) -> dict[str, float]:
+               consume_topics: dict[str, str]) -> dict[str, float | None]:
     """Every selected row for one client, each on a topic and group of its own."""
-    results: dict[str, float] = {}
+    results: dict[str, float | None] = {}
     tag = f"{client}-{uuid.uuid4().hex[:6]}"
     sizes = list(args.members) if "join" in args.rows else []
     if ("leave" in args.rows or "kill" in args.rows) and 4 not in sizes:
@@ -470,7 +474,7 @@ ORDER = ["join 1", "join 4", "join 16", "first", "leave", "kill", "consume none"
          "consume rss snappy", "idle cpu", "idle rss"]
 
 
-def rows(results: dict[str, dict[str, float]]) -> list[Row]:
+def rows(results: dict[str, dict[str, float | None]]) -> list[Row]:
     """The figures per client as table rows, in ORDER."""
     names = sorted(dict.fromkeys(row for r in results.values() for row in r),
                    key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
