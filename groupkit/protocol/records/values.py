@@ -21,7 +21,12 @@ Header = tuple[str, bytes | None]
 
 @attrs.frozen
 class Record:
-    """One consumed record. ``timestamp_type`` is 0 (create time) or 1 (log-append time)."""
+    """One consumed record. ``timestamp_type`` is 0 (create time) or 1 (log-append time).
+
+    Records read by the C extension, and their header lists, are not tracked by the cyclic
+    garbage collector (they hold only ints, bytes and str), so a record put into its own header
+    list would never be freed; reference counting frees records as usual.
+    """
 
     offset: int
     timestamp: int
