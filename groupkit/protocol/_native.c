@@ -192,7 +192,8 @@ read_headers(const unsigned char **pp, const unsigned char *end, const unsigned 
     VARINT(p, count);
     if (count < 0 || count > rec_end - p)
         return malformed("header count %lld", (long long)count);
-    headers = PyList_New((Py_ssize_t)count);
+    /* Grown header by header, not sized by the count: a lying count must not allocate. */
+    headers = PyList_New(0);
     if (headers == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
@@ -245,7 +246,10 @@ read_headers(const unsigned char **pp, const unsigned char *end, const unsigned 
         }
         PyTuple_SET_ITEM(pair, 0, name);
         PyTuple_SET_ITEM(pair, 1, value);
-        PyList_SET_ITEM(headers, i, pair);
+        int appended = PyList_Append(headers, pair);
+        Py_DECREF(pair);
+        if (appended < 0)
+            goto fail;
     }
     *pp = p;
     return headers;
