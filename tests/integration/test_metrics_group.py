@@ -19,14 +19,12 @@ from groupkit.metrics import PrometheusMetrics, serve
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from tests.support.broker_data import create_topic, make_batched_topic, write_batches
-from tests.support.group_workers import InThread
+from tests.support.group_workers import FAST_GROUP, InThread
 from tests.support.metrics_scrape import healthz, scrape, value, values
 from tests.support.waits import eventually
 
 pytestmark = pytest.mark.broker
 
-FAST = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500,
-        "auto_offset_reset": "earliest"}
 WAIT = 45.0
 #: Every record's value: 50 bytes, so the byte counters have something to count.
 VALUE = b"x" * 50
@@ -36,7 +34,7 @@ class Counted(GroupConsumer):
     """Counts what it processes and keeps, from its own callbacks, what it holds."""
 
     def __init__(self, **settings: Any) -> None:
-        super().__init__(**{**FAST, "metrics_port": 0, **settings})
+        super().__init__(**{**FAST_GROUP, "metrics_port": 0, **settings})
         self.lock = threading.Lock()
         self.seen: collections.Counter[int] = collections.Counter()
         self.held: set[int] = set()
@@ -239,7 +237,8 @@ def test_healthz_turns_503_when_the_application_stops_polling(
         def healthy() -> None:
             code, body = healthz(running.port)
             assert code == 200 and body["status"] == "ok", body
-            assert body["groups"][group]["state"] == "STABLE"
+            # The group shows up in /healthz once the worker's member exists: until then, wait.
+            assert body["groups"].get(group, {}).get("state") == "STABLE", body
 
         eventually(healthy, WAIT, "the worker to join and report healthy")
         write_batches(bootstrap, topic, {0: [1]}, VALUE)
