@@ -110,7 +110,6 @@ class GroupConsumer:
         self._commit_failing = False
         self._started = False
         self._next_offsets: dict[TopicPartition, int] = {}
-        self._committed: dict[TopicPartition, int] = {}
         self._processed = 0
         self._skipped = 0
         self._commits = 0
@@ -286,7 +285,11 @@ class GroupConsumer:
             self._next_offsets[TopicPartition(record.topic, record.partition)] = record.offset + 1
 
     def _commit(self, consumer: Consumer, offsets: Mapping[TopicPartition, int]) -> None:
-        due = {tp: o for tp, o in offsets.items() if self._committed.get(tp) != o}
+        # Every position goes out, moved or not, as Java's auto-commit sends all consumed
+        # positions each interval: a commit whose answer was lost (a stall past the request
+        # timeout) can still reach the broker after a newer one and move the group back, and
+        # only sending the position again puts it right.
+        due = dict(offsets)
         if not due:
             return
         try:
@@ -310,7 +313,6 @@ class GroupConsumer:
         if self._commit_failing:
             log.info("%s committed again after failed attempts", type(self).__name__)
             self._commit_failing = False
-        self._committed.update(due)
         self._commits += 1
 
     def _partitions_assigned(self, partitions: set[TopicPartition]) -> None:
@@ -342,7 +344,6 @@ class GroupConsumer:
     def _forget(self, partitions: set[TopicPartition]) -> None:
         for tp in partitions:
             self._next_offsets.pop(tp, None)
-            self._committed.pop(tp, None)
 
     @contextlib.contextmanager
     def _signals_call_stop(self) -> Iterator[None]:
