@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +16,8 @@ from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from tests.support import waits
 from tests.support.broker_data import committed, create_topic, make_batched_topic, write_batches
-from tests.support.pool_process import WAIT, PoolProcess, pools  # noqa: F401
+from tests.support.pool_process import WAIT, pools  # noqa: F401
+from tests.support.worker_log import held_twice
 
 pytestmark = pytest.mark.broker
 T = TypeVar("T")
@@ -26,23 +26,6 @@ T = TypeVar("T")
 def eventually(check: Callable[[], T], what: str, timeout: float = WAIT) -> T:
     """The shared bounded wait, polling every 0.2 s, a minute unless told."""
     return waits.eventually(check, timeout, what, step=0.2)
-
-
-def no_partition_twice_per_generation(pool: PoolProcess) -> None:
-    # Everything a worker held at some point in a generation (an eager member revokes all at
-    # the start of the next rebalance, still in the old generation).
-    during: dict[tuple[int, int], set[int]] = defaultdict(set)
-    for line in pool.lines():
-        if line["kind"] == "held":
-            during[(line["pid"], line["gen"])] |= set(line["held"])
-    by_gen: dict[int, list[set[int]]] = defaultdict(list)
-    for (_, gen), held in during.items():
-        by_gen[gen].append(held)
-    for gen, sets in by_gen.items():
-        seen: set[int] = set()
-        for held in sets:
-            assert not seen & held, f"generation {gen}: partitions {seen & held} held twice"
-            seen |= held
 
 
 def test_a_killed_worker_is_replaced_and_every_record_processed(
@@ -73,7 +56,7 @@ def test_a_killed_worker_is_replaced_and_every_record_processed(
     assert pool.stop() == 0, pool.log()
     log = pool.log()
     assert f"(pid {victim}) was killed by SIGKILL (crashed); restarting it" in log
-    no_partition_twice_per_generation(pool)
+    assert held_twice(pool.lines()) == [], "a partition was held twice in one generation"
     assert committed(bootstrap, group, topic, len(ends)) == ends
 
 

@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from assignors import TopicPartition
 from groupkit.admin import Admin
 from groupkit.protocol.headers import decode_request_frame, decode_response_frame
 from groupkit.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from tests.support import worker_log
 from tests.support.recording_proxy import Exchange
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,19 +56,15 @@ class Member:
                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=err,
                 stderr=subprocess.STDOUT)
 
-    def lines(self) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        text = self.log.read_text()
-        # A line being written when a process was killed may be cut short.
-        return [json.loads(line) for line in text.splitlines() if line.endswith("}")]
+    def lines(self) -> list[worker_log.Line]:
+        return worker_log.read_lines(self.log)
 
     def held(self) -> set[int]:
-        last = [line["held"] for line in self.lines() if line["k"] == "held"]
-        return set(last[-1]) if last else set()
+        last = list(worker_log.holding(self.lines()).values())
+        return set(last[0]["held"]) if last else set()
 
     def processed(self) -> list[tuple[int, int]]:
-        return [(line["p"], line["o"]) for line in self.lines() if line["k"] == "rec"]
+        return worker_log.processed(self.lines())
 
     def signal(self, sig: signal.Signals) -> None:
         self.proc.send_signal(sig)
@@ -141,26 +137,6 @@ def backwards_commits(commits: list[Commit]) -> list[tuple[Commit, Commit]]:
     return bad
 
 
-def held_twice(members: list[Member]) -> list[tuple[int, set[int]]]:
-    """(generation, partitions) held by more than one member in that generation."""
-    during: dict[tuple[str, int], set[int]] = defaultdict(set)
-    for member in members:
-        for line in member.lines():
-            if line["k"] == "held" and line["gen"] >= 0:
-                during[(member.name, line["gen"])] |= set(line["held"])
-    by_gen: dict[int, list[set[int]]] = defaultdict(list)
-    for (_, gen), held in during.items():
-        by_gen[gen].append(held)
-    found = []
-    for gen, sets in sorted(by_gen.items()):
-        seen: set[int] = set()
-        for held in sets:
-            if seen & held:
-                found.append((gen, seen & held))
-            seen |= held
-    return found
-
-
 @attrs.frozen
 class Outcome:
     """What one case measured, for its printed line and the table in docs/reliability.md."""
@@ -181,12 +157,7 @@ class Outcome:
                 f"total={self.total_s:.1f}s")
 
 
-def generations_seen(members: list[Member]) -> int:
-    return len({line["gen"] for m in members for line in m.lines()
-                if line["k"] == "held" and line["gen"] >= 0})
-
-
 __all__ = [
     "CHAOS_PROPERTY", "MEMBER_SETTINGS", "Commit", "Member", "Outcome", "accepted_commits",
-    "backwards_commits", "generations_seen", "held_twice", "log_ends",
+    "backwards_commits", "log_ends",
 ]

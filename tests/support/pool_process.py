@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support import worker_log
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 60.0
@@ -40,24 +41,17 @@ class PoolProcess:
     def log(self) -> str:
         return self.log_path.read_text()
 
-    def lines(self) -> list[dict[str, Any]]:
-        out = []
-        for path in self.dir.glob("*.jsonl"):
-            for line in path.read_text().splitlines():
-                if line.endswith("}"):
-                    out.append(json.loads(line))
-        return out
+    def lines(self) -> list[worker_log.Line]:
+        """Every line the pool's workers logged (tests/support/worker_log.py)."""
+        return [line for path in self.dir.glob("*.jsonl")
+                for line in worker_log.read_lines(path)]
 
     def holders(self) -> dict[int, set[int]]:
         """Each worker pid's latest holding."""
-        held: dict[int, set[int]] = {}
-        for line in self.lines():
-            if line["kind"] == "held":
-                held[line["pid"]] = set(line["held"])
-        return held
+        return {pid: set(line["held"]) for pid, line in worker_log.holding(self.lines()).items()}
 
     def processed(self) -> list[tuple[int, int]]:
-        return [(line["p"], line["o"]) for line in self.lines() if line["kind"] == "record"]
+        return worker_log.processed(self.lines())
 
     def stop(self, timeout: float = WAIT) -> int:
         self.proc.send_signal(signal.SIGTERM)
