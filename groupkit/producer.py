@@ -13,8 +13,7 @@ import collections
 import logging
 import threading
 import time
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from functools import partial
 from types import TracebackType
 from typing import Any

@@ -1,7 +1,6 @@
 """The default partitioner must put keyed records where Java (and kafka-python) producers do."""
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from groupkit.partitioner import StickyPartitioner, murmur2, partition_for_key

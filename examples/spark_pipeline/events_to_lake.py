@@ -22,8 +22,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession, functions as F
 
 import groupkit.spark
 from groupkit import Admin, Producer

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import CollectorRegistry
-from prometheus_client import multiprocess as _multiprocess
+from prometheus_client import CollectorRegistry, multiprocess as _multiprocess
 
 from groupkit.errors import ConfigError
 

@@ -13,8 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from typing import Any
 
 import attrs

@@ -22,8 +22,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures import Future, TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
 import attrs

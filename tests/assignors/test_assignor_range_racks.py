@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from assignors import ClusterView, MemberSubscription, TopicPartition, lookup
 from tests.assignors.assignor_groups import check_valid, groups

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from groupkit.errors import CommitFailedError, KafkaConnectionError
 from groupkit.group import (

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from groupkit.group import Assigned, Left, Lost, MemberState, Revoked
 from tests.group.fake_coordinator import GroupState

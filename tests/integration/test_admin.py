@@ -9,9 +9,11 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Consumer as ConfluentConsumer
-from confluent_kafka import Producer as ConfluentProducer
-from confluent_kafka import TopicPartition as ConfluentTP
+from confluent_kafka import (
+    Consumer as ConfluentConsumer,
+    Producer as ConfluentProducer,
+    TopicPartition as ConfluentTP,
+)
 
 from assignors import TopicPartition
 from groupkit.admin import Admin

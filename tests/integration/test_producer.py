@@ -7,11 +7,12 @@ import time
 from concurrent.futures import Future
 
 import pytest
-from confluent_kafka import Consumer as ConfluentConsumer
-from confluent_kafka import Producer as ConfluentProducer
-from confluent_kafka import TopicPartition as ConfluentTP
-from kafka import KafkaConsumer, KafkaProducer
-from kafka import TopicPartition as KafkaTP
+from confluent_kafka import (
+    Consumer as ConfluentConsumer,
+    Producer as ConfluentProducer,
+    TopicPartition as ConfluentTP,
+)
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KafkaTP
 
 from groupkit.admin import Admin
 from groupkit.config import ClientConfig

@@ -6,14 +6,13 @@ import contextlib
 import struct
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment as KpAssignment
-from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription as KpSubscription
-from kafka.protocol.old.consumer_protocol import (
-    ConsumerProtocolMemberAssignment_v0 as KpMemberAssignment,
+from hypothesis import given, strategies as st
+from kafka.protocol.consumer.metadata import (
+    ConsumerProtocolAssignment as KpAssignment,
+    ConsumerProtocolSubscription as KpSubscription,
 )
 from kafka.protocol.old.consumer_protocol import (
+    ConsumerProtocolMemberAssignment_v0 as KpMemberAssignment,
     ConsumerProtocolMemberMetadata_v0 as KpMemberMetadata,
 )
 

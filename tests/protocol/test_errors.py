@@ -7,8 +7,7 @@ import pickle
 import re
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import groupkit.errors as errors
 from groupkit.errors import (

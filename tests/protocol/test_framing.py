@@ -6,8 +6,7 @@ import struct
 import time
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from groupkit.errors import ConfigError, CorruptFrame, FrameTooLarge, IllegalStateError
 from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder

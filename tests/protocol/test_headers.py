@@ -7,8 +7,7 @@ import logging
 import struct
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from groupkit.errors import CorruptFrame, UnsupportedVersionError
 from groupkit.protocol import registry

@@ -12,8 +12,7 @@ import time
 import tracemalloc
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import tests.protocol.strategies as gs
 from groupkit.errors import CorruptFrame

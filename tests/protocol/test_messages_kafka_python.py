@@ -15,8 +15,7 @@ from typing import Any
 import attrs
 import kafka.protocol as kafka_protocol
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from kafka.protocol import api_message
 from kafka.protocol.schemas.fields.codecs import types as kp_types
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import tests.protocol.strategies as gs
 from groupkit.errors import FieldVersionError

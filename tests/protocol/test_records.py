@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 from crc32c import crc32c
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from groupkit.errors import ConfigError, CorruptRecordError
 from groupkit.protocol.records import (

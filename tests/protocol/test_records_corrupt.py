@@ -16,8 +16,7 @@ import zlib
 import pytest
 import zstandard
 from crc32c import crc32c
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from groupkit.errors import CorruptFrame, CorruptRecordError
 from groupkit.protocol.records import (

@@ -15,8 +15,7 @@ from aiokafka.record.default_records import (
 )
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder as AioLegacyBuilder
 from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaDefaultBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder as KafkaLegacyBuilder
 from kafka.record.memory_records import MemoryRecords as KafkaMemoryRecords

@@ -18,8 +18,7 @@ from typing import Any
 import attrs
 import pytest
 from crc32c import crc32c as packaged_crc32c
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import groupkit.protocol
 from groupkit.errors import CorruptFrame

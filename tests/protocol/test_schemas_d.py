@@ -17,18 +17,26 @@ from typing import Any
 
 import attrs
 import pytest
-from kafka.protocol.admin.topics import CreateTopicsRequest as KpCreateTopicsRequest
-from kafka.protocol.admin.topics import DeleteTopicsRequest as KpDeleteTopicsRequest
-from kafka.protocol.consumer.fetch import FetchRequest as KpFetchRequest
-from kafka.protocol.consumer.fetch import FetchResponse as KpFetchResponse
-from kafka.protocol.consumer.group import OffsetCommitRequest as KpOffsetCommitRequest
-from kafka.protocol.consumer.group import OffsetDeleteRequest as KpOffsetDeleteRequest
-from kafka.protocol.consumer.group import OffsetDeleteResponse as KpOffsetDeleteResponse
-from kafka.protocol.consumer.group import OffsetFetchRequest as KpOffsetFetchRequest
+from kafka.protocol.admin.topics import (
+    CreateTopicsRequest as KpCreateTopicsRequest,
+    DeleteTopicsRequest as KpDeleteTopicsRequest,
+)
+from kafka.protocol.consumer.fetch import (
+    FetchRequest as KpFetchRequest,
+    FetchResponse as KpFetchResponse,
+)
+from kafka.protocol.consumer.group import (
+    OffsetCommitRequest as KpOffsetCommitRequest,
+    OffsetDeleteRequest as KpOffsetDeleteRequest,
+    OffsetDeleteResponse as KpOffsetDeleteResponse,
+    OffsetFetchRequest as KpOffsetFetchRequest,
+)
 from kafka.protocol.consumer.offsets import ListOffsetsRequest as KpListOffsetsRequest
 from kafka.protocol.producer.produce import ProduceRequest as KpProduceRequest
-from kafka.protocol.sasl import SaslAuthenticateRequest as KpSaslAuthenticateRequest
-from kafka.protocol.sasl import SaslHandshakeRequest as KpSaslHandshakeRequest
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest as KpSaslAuthenticateRequest,
+    SaslHandshakeRequest as KpSaslHandshakeRequest,
+)
 
 from groupkit.errors import CorruptFrame, FieldVersionError
 from groupkit.protocol import schema

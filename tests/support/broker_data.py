@@ -8,8 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import kafka
-from confluent_kafka import Consumer as ConfluentConsumer
-from confluent_kafka import TopicPartition as ConfluentTP
+from confluent_kafka import Consumer as ConfluentConsumer, TopicPartition as ConfluentTP
 
 from assignors import TopicPartition
 from groupkit.admin import Admin
