@@ -77,7 +77,7 @@ class Member(threading.Thread):
         self.bootstrap, self.group, self.topics = bootstrap, group, topics
         self.strategy, self.client_id, self.auto_commit = strategy, client_id, auto_commit
         self.board = board
-        self.values: list[bytes] = []
+        self.values: list[bytes | None] = []
         self.owned: set[TopicPartition] = set()
         self.led = 0
         self.error: BaseException | None = None
@@ -110,7 +110,7 @@ class Member(threading.Thread):
         with self.lock:
             self.led = max(self.led, members)
 
-    def got(self, records: Iterable[tuple[int, int, bytes]],
+    def got(self, records: Iterable[tuple[int, int, bytes | None]],
             owned: Iterable[tuple[str, int]]) -> None:
         """One poll's (partition, offset, value) records and the partitions owned after it."""
         records = list(records)
@@ -126,7 +126,7 @@ class Member(threading.Thread):
         if self.board is not None:
             self.board.rebalance(self.name, kind, [p for _, p in partitions])
 
-    def snapshot(self) -> tuple[list[bytes], set[TopicPartition]]:
+    def snapshot(self) -> tuple[list[bytes | None], set[TopicPartition]]:
         with self.lock:
             return list(self.values), set(self.owned)
 
@@ -153,7 +153,8 @@ class GroupkitMember(Member):
                             client_id=self.client_id, auto_offset_reset="earliest",
                             enable_auto_commit=self.auto_commit,
                             assignors=[_CountingAssignor(lookup(self.strategy), self)],
-                            **FAST_GROUP)
+                            session_timeout_ms=SESSION_TIMEOUT_MS,
+                            heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS)
         try:
             consumer.subscribe(self.topics)
             while not self.stopping.is_set():
@@ -181,7 +182,7 @@ class KafkaPythonMember(Member):
         member = self
 
         # kafka-python makes an instance of each assignor class and calls assign on it.
-        class Counting(base):  # type: ignore[misc, valid-type]
+        class Counting(base):
             def assign(self, cluster: Any, members: Any) -> Any:
                 member.led_group_of(len(members))
                 return super().assign(cluster, members)
@@ -222,7 +223,7 @@ class AiokafkaMember(Member):
         # aiokafka calls assign on the class and its assignors keep their state (the sticky one
         # its last assignment) on the class, so each member gets a subclass of its own, as if
         # it ran in its own process.
-        class Counting(base):  # type: ignore[misc, valid-type]
+        class Counting(base):
             @classmethod
             def assign(cls, cluster: Any, members: Any) -> Any:
                 member.led_group_of(len(members))
@@ -302,5 +303,5 @@ def owned_exactly_once(members: list[Member], partitions: set[TopicPartition]) -
     return len(seen) == len(set(seen)) and set(seen) == partitions
 
 
-def consumed(members: list[Member]) -> set[bytes]:
+def consumed(members: list[Member]) -> set[bytes | None]:
     return {v for m in members for v in m.snapshot()[0]}
