@@ -217,6 +217,17 @@ def test_the_extensions_crc32c_matches_the_crc32c_package(data: bytes, start: in
 
 
 @needs_native
+@pytest.mark.parametrize("size", [4095, 4096, 12287, 12288, 12289, 12296, 24583, 36864, 100_003])
+def test_crc32c_across_the_interleaved_block_boundaries(size: int) -> None:
+    """Inputs of 3 x 4096 bytes and more run as three interleaved streams, then joined."""
+    assert native.module is not None
+    data = bytes((i * 7919 + size) % 251 for i in range(size + 3))
+    for start in (0, 3):
+        view = memoryview(data)[start:start + size]
+        assert native.module.crc32c(view) == packaged_crc32c(view)
+
+
+@needs_native
 def test_crc32c_of_a_large_buffer_and_the_check_value() -> None:
     assert native.module is not None
     assert native.module.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
