@@ -12,8 +12,10 @@ from typing import Any, TypeVar
 
 import attrs
 
+from assignors import Assignor, available, resolve
 from groupkit.errors import ConfigError
 from groupkit.group.backoff import Backoff
+from groupkit.group.consumer_protocol import choose_rebalance_protocol
 
 C = TypeVar("C", bound="ClientConfig")
 
@@ -152,7 +154,10 @@ class ConsumerConfig(ClientConfig):
                                          validator=_one_of("earliest", "latest", "none"))
     enable_auto_commit: bool = attrs.field(default=True, validator=_flag)
     auto_commit_interval_ms: int = attrs.field(default=5000, validator=_at_least(0))
-    assignors: tuple[Any, ...] = attrs.field(default=("range", "cooperative-sticky"),
+    #: Cooperative-sticky first, so a group of groupkit members rebalances incrementally;
+    #: range second, so a member still joins a group of Java (range first) or kafka-python
+    #: (range, roundrobin) members by the protocol they share.
+    assignors: tuple[Any, ...] = attrs.field(default=("cooperative-sticky", "range"),
                                              converter=tuple)
     client_rack: str | None = attrs.field(default=None, validator=_optional_text)
     fetch_min_bytes: int = attrs.field(default=1, validator=_at_least(1))
@@ -177,6 +182,7 @@ class ConsumerConfig(ClientConfig):
                          self.rebalance_timeout_ms)
         if not self.assignors:
             raise ConfigError("assignors is empty: name at least one, e.g. ['range']")
+        _check_assignors(self.assignors)
         if self.group_instance_id is not None and self.group_id is None:
             raise ConfigError("group_instance_id needs a group_id")
         if self.leave_group_on_close is not None:
@@ -193,6 +199,26 @@ class ConsumerConfig(ClientConfig):
         if self.leave_group_on_close is not None:
             return self.leave_group_on_close
         return self.group_instance_id is None
+
+
+def _check_assignors(specs: tuple[Any, ...]) -> None:
+    """Unknown names, duplicates and assignors sharing no rebalance protocol fail when the
+    client is built (Java: ConfigException from the consumer's constructor), not at join."""
+    known = available()
+    for spec in specs:
+        if isinstance(spec, str) and spec not in known:
+            close = difflib.get_close_matches(spec, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"unknown partition assignor {spec!r}; {hint}known: "
+                              f"{', '.join(known)} (plugins register more under the"
+                              " 'groupkit.assignors' entry point)")
+        if not isinstance(spec, str | Assignor):
+            raise ConfigError(f"assignors takes names or Assignor instances, not {spec!r}")
+    resolved = [resolve(spec) for spec in specs]
+    names = [a.name for a in resolved]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"assignor names must be unique, got {names}")
+    choose_rebalance_protocol(resolved)
 
 
 def _acks(value: int | str) -> int | str:

@@ -14,7 +14,8 @@ def test_java_defaults():
     assert c.effective_rebalance_timeout_ms == 300000
     assert c.auto_offset_reset == "latest"
     assert c.enable_auto_commit is True
-    assert c.assignors == ("range", "cooperative-sticky")
+    # Not Java's order (range first): groupkit groups rebalance incrementally by default.
+    assert c.assignors == ("cooperative-sticky", "range")
     assert c.bootstrap_servers == (("localhost", 9092),)
 
 
@@ -70,3 +71,13 @@ def test_secrets_stay_out_of_repr():
                        sasl_plain_username="u", sasl_plain_password="hunter2", acks="all")
     assert "hunter2" not in repr(c)
     assert c.acks == -1
+
+
+@pytest.mark.parametrize(("assignors", "message"), [
+    (["rnage"], "unknown partition assignor 'rnage'; did you mean 'range'"),
+    (["range", "range"], "must be unique"),
+    ([42], "names or Assignor instances"),
+])
+def test_assignors_are_checked_when_the_config_is_built(assignors, message):
+    with pytest.raises(ConfigError, match=message):
+        ConsumerConfig(bootstrap_servers="h:1", group_id="g", assignors=assignors)

@@ -363,3 +363,8 @@ def test_an_idle_interval_sends_the_positions_again(play) -> None:
     play(BOTH, [rec(TP0, 0)], [], [], worker.stop)
     worker.run()
     assert commits().count({TP0: 1}) >= 2
+
+
+def test_an_unknown_assignor_is_refused_at_construction() -> None:
+    with pytest.raises(ConfigError, match="did you mean 'cooperative-sticky'"):
+        Recorder(assignors=["cooperative-stiky"])

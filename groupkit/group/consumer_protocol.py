@@ -66,7 +66,7 @@ class ConsumerProtocol:
     cluster_view: ClusterViewSource = attrs.field(kw_only=True)
     rack: str | None = attrs.field(default=None, kw_only=True)
     _topics: frozenset[str] = attrs.field(init=False, factory=frozenset)
-    _rebalance: RebalanceProtocol = attrs.field(init=False)
+    _selected: str | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         if not self.assignors:
@@ -74,7 +74,7 @@ class ConsumerProtocol:
         names = [a.name for a in self.assignors]
         if len(set(names)) != len(names):
             raise ConfigError(f"assignor names must be unique, got {names}")
-        self._rebalance = choose_rebalance_protocol(self.assignors)
+        choose_rebalance_protocol(self.assignors)
 
     @property
     def protocol_type(self) -> str:
@@ -82,8 +82,11 @@ class ConsumerProtocol:
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol:
-        """EAGER or COOPERATIVE, fixed by the configured assignors."""
-        return self._rebalance
+        """COOPERATIVE when the assignor the group selected (before the first assignment: the
+        preferred one) supports it, else EAGER; see ``is_cooperative``."""
+        name = self._selected if self._selected is not None else self.assignors[0].name
+        return RebalanceProtocol.COOPERATIVE if self.is_cooperative(name) \
+            else RebalanceProtocol.EAGER
 
     @property
     def topics(self) -> frozenset[str]:
@@ -119,19 +122,33 @@ class ConsumerProtocol:
                 f"assignor {assignor.name!r} assigned to {strangers}, who are not members")
         full = {m: result.get(m, MemberAssignment(())) for m in subscriptions}
         _check_exclusive(assignor.name, full)
-        if self._rebalance is RebalanceProtocol.COOPERATIVE:
+        if self.is_cooperative(protocol_name):
             validate_cooperative(_current_owners(subscriptions), full)
         return {m: encode_assignment(a, versions[m]) for m, a in full.items()}
 
     def on_assignment(self, protocol_name: str, assignment: bytes,
                       generation_id: int) -> frozenset[TopicPartition]:
         assignor = self._assignor(protocol_name)
+        self._selected = protocol_name
         decoded = decode_assignment(assignment)
         assignor.on_assignment(decoded, generation_id)
         return frozenset(decoded.partitions)
 
     def is_cooperative(self, protocol_name: str) -> bool:
-        return self._rebalance is RebalanceProtocol.COOPERATIVE
+        """Whether partitions assigned under ``protocol_name`` are kept through a rejoin.
+
+        Decided by the assignor the group selected, not (as the Java client does) by the lowest
+        protocol of every configured assignor: with ``["cooperative-sticky", "range"]`` a group
+        that agreed on cooperative-sticky rebalances incrementally, and one that fell back to
+        range (a member without cooperative-sticky) eagerly. That is safe with members of
+        either kind, since cooperative-sticky never gives a partition to a new owner in the
+        generation that takes it from its old one (KIP-429), whatever each member does.
+        """
+        try:
+            assignor = self._assignor(protocol_name)
+        except CorruptFrame:
+            return False
+        return RebalanceProtocol.COOPERATIVE in assignor.supported_protocols
 
     def _assignor(self, name: str) -> Assignor:
         for assignor in self.assignors:
