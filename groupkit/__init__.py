@@ -69,6 +69,9 @@ if TYPE_CHECKING:
         RebalanceStarted as RebalanceStarted,
         Synced as Synced,
     )
+    from groupkit.hooks import (
+        TopicMissing as TopicMissing,
+    )
     from groupkit.producer import (
         Producer as Producer,
         RecordMetadata as RecordMetadata,
@@ -98,7 +101,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "FetchCompleted", "GroupRequestDone", "HeartbeatAnswered", "HeartbeatSent", "Hook",
         "Joined", "MemberStateChanged", "PartitionProgress", "PartitionsAssigned", "PartitionsLost",
         "PartitionsRevoked", "Polled", "Processed", "RebalanceFinished", "RebalanceStarted",
-        "Synced",
+        "Synced", "TopicMissing",
     ),
     "groupkit.producer": ("Producer", "RecordMetadata"),
     "groupkit.protocol.records": ("Record",),

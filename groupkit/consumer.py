@@ -188,6 +188,14 @@ class Consumer:
         """The member id the coordinator gave, once joined."""
         return self._runner.machine.member_id if self._runner is not None else None
 
+    def brokers_answered(self) -> bool:
+        """Whether any broker has answered this consumer yet (a connection's handshake done)."""
+        return self._cluster.reachability.answered
+
+    def unreachable_brokers(self) -> dict[str, str]:
+        """Each broker address that does not answer now, with the last reason."""
+        return self._cluster.reachability.failures()
+
     # --- polling -------------------------------------------------------------------------------
 
     def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
@@ -272,9 +280,12 @@ class Consumer:
             lost = _partitions(event.units) & self._assigned
             self._assigned -= lost
             self._fetcher.assign(self._assigned)
+            if lost:
+                self._info("lost previously assigned partitions %s: %s", _names(lost),
+                           event.reason)
             self._callback("on_partitions_lost", lost)
         elif isinstance(event, Left):
-            log.info("left group %s: %s", self.config.group_id, event.reason)
+            self._info("left the group: %s", event.reason)
         elif isinstance(event, Fatal):
             self._fatal = event.error
             raise event.error
@@ -284,6 +295,7 @@ class Consumer:
         units = _partitions(event.units)
         revoked = self._assigned - units
         if revoked:
+            self._info("revoking previously assigned partitions %s", _names(revoked))
             try:
                 self._commit_on_revoke(revoked)
                 self._callback("on_partitions_revoked", revoked)
@@ -295,11 +307,15 @@ class Consumer:
         added = units - self._assigned
         self._assigned = units
         self._fetcher.assign(units)
+        self._info("adding newly assigned partitions %s (now holding %d)", _names(added),
+                   len(units))
         self._callback("on_partitions_assigned", added)
 
     def _on_revoked(self, event: Revoked) -> None:
         assert self._runner is not None
         revoked = _partitions(event.units) & self._assigned
+        if revoked:
+            self._info("revoking previously assigned partitions %s", _names(revoked))
         try:
             self._commit_on_revoke(revoked)
             self._callback("on_partitions_revoked", revoked)
@@ -316,7 +332,11 @@ class Consumer:
         try:
             self._offsets.commit(offsets, self.config.default_api_timeout_ms / 1000)
         except GroupkitError as exc:
-            log.warning("commit before revoking %s failed: %s", sorted(partitions), exc)
+            log.warning("commit before revoking %s failed: %s", _names(partitions), exc)
+        else:
+            if offsets:
+                self._info("committed offsets of revoked partitions: %s", ", ".join(
+                    f"{tp.topic}-{tp.partition}@{o}" for tp, o in sorted(offsets.items())))
 
     def _maybe_auto_commit(self) -> None:
         if not self.config.enable_auto_commit or self._runner is None:
@@ -454,6 +474,12 @@ class Consumer:
                     self._offsets.commit(offsets, left)
                 except GroupkitError as exc:
                     log.warning("commit on close failed: %s", exc)
+                else:
+                    self._info("committed offsets of revoked partitions: %s", ", ".join(
+                        f"{tp.topic}-{tp.partition}@{o}" for tp, o in sorted(offsets.items())))
+        if self._assigned:
+            self._info("revoking previously assigned partitions %s (closing)",
+                       _names(self._assigned))
         try:
             self._callback("on_partitions_revoked", self._assigned)
         finally:
@@ -472,6 +498,13 @@ class Consumer:
     def _check_open(self) -> None:
         if self._closed:
             raise IllegalStateError("this consumer is closed; create a new one")
+
+    def _info(self, message: str, *args: object) -> None:
+        """An INFO line of the member's life, naming the group and the member id (as Java's
+        ConsumerCoordinator prefixes its log lines)."""
+        if log.isEnabledFor(logging.INFO):
+            log.info("[group %s, member %s] " + message, self.config.group_id,
+                     self.member_id or "(none)", *args)
 
     def _timeout(self, timeout: float | None) -> float:
         return self.config.default_api_timeout_ms / 1000 if timeout is None else timeout
@@ -528,6 +561,13 @@ class Consumer:
 
     def _coordinator_connection(self, coordinator: Coordinator, purpose: str) -> BrokerConnection:
         return self._cluster.connection(coordinator.node_id, purpose)
+
+
+def _names(partitions: Iterable[TopicPartition], limit: int = 20) -> str:
+    """``[t-0, t-1, ...]``, at most ``limit`` named (a log line stays readable)."""
+    names = [f"{tp.topic}-{tp.partition}" for tp in sorted(partitions)]
+    more = f", +{len(names) - limit} more" if len(names) > limit else ""
+    return "[" + ", ".join(names[:limit]) + more + "]"
 
 
 def _partitions(units: Iterable[Hashable]) -> set[TopicPartition]:

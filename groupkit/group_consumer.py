@@ -22,7 +22,13 @@ import attrs
 from assignors import TopicPartition
 from groupkit.config import ConsumerConfig
 from groupkit.consumer import Consumer, ConsumerRebalanceListener, ConsumerRecord
-from groupkit.errors import CommitFailedError, ConfigError, GroupkitError, IllegalStateError
+from groupkit.errors import (
+    CommitFailedError,
+    ConfigError,
+    GroupkitError,
+    IllegalStateError,
+    NoBrokersAvailable,
+)
 from groupkit.hooks import Hook, Processed, emit
 
 __all__ = ["ERROR_POLICIES", "GroupConsumer", "RunSummary"]
@@ -108,6 +114,7 @@ class GroupConsumer:
         #: When the grace for committing and leaving runs out (set once stopping begins).
         self._stop_deadline: float | None = None
         self._commit_failing = False
+        self._brokers_answered = False
         self._started = False
         self._next_offsets: dict[TopicPartition, int] = {}
         self._processed = 0
@@ -215,12 +222,30 @@ class GroupConsumer:
         return self.summary
 
     def _loop(self, consumer: Consumer) -> None:
-        self._next_commit = time.monotonic() + self._commit_interval
+        started = time.monotonic()
+        self._next_commit = started + self._commit_interval
         while not self._stop_requested:
             records = consumer.poll(_POLL_TIMEOUT_S)
             if records:
                 self._handle(consumer, records)
             self._commit_if_due(consumer)
+            if not self._reached_brokers(consumer, started):
+                unreachable = consumer.unreachable_brokers()
+                raise NoBrokersAvailable(
+                    f"no bootstrap server answered within default_api_timeout_ms="
+                    f"{self.config.default_api_timeout_ms} of the start ("
+                    + "; ".join(f"{a}: {why}" for a, why in sorted(unreachable.items()))
+                    + "); check bootstrap_servers, that the brokers run and that this host can"
+                    " reach them")
+
+    def _reached_brokers(self, consumer: Consumer, started: float) -> bool:
+        """False once default_api_timeout_ms passed from the start without any broker
+        answering: a worker that cannot work says so instead of polling nothing forever."""
+        if self._brokers_answered:
+            return True
+        self._brokers_answered = consumer.brokers_answered()
+        return self._brokers_answered or \
+            time.monotonic() - started < self.config.default_api_timeout_ms / 1000
 
     def _handle(self, consumer: Consumer, records: list[ConsumerRecord]) -> None:
         if not self._hooks:

@@ -225,10 +225,19 @@ class BrokerRecovered:
     down_s: float
 
 
+@attrs.frozen
+class TopicMissing:
+    """A metadata answer says the tracked ``topic`` does not exist (``error``: the broker's
+    error name, e.g. UNKNOWN_TOPIC_OR_PARTITION); reported at every refresh while it lasts."""
+
+    topic: str
+    error: str
+
+
 Event = (Joined | Synced | RebalanceStarted | RebalanceFinished | HeartbeatSent
          | HeartbeatAnswered | CommitDone | CommitFailed | FetchCompleted | GroupRequestDone
          | MemberStateChanged | PartitionsAssigned | PartitionsRevoked | PartitionsLost | Polled
-         | Processed | BrokerUnreachable | BrokerRecovered)
+         | Processed | BrokerUnreachable | BrokerRecovered | TopicMissing)
 Hook = Callable[[Event], None]
 
 

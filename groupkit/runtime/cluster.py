@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -22,8 +23,10 @@ from groupkit.config import ClientConfig
 from groupkit.errors import (
     ApiKey,
     BrokerError,
+    ConfigError,
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
+    ErrorCode,
     GroupkitError,
     IllegalStateError,
     KafkaConnectionError,
@@ -36,7 +39,7 @@ from groupkit.errors import (
     check_error,
     error_for_code,
 )
-from groupkit.hooks import Hook
+from groupkit.hooks import Hook, TopicMissing, emit
 from groupkit.protocol.messages.find_coordinator import (
     KEY_TYPE_GROUP,
     FindCoordinatorRequest,
@@ -50,6 +53,7 @@ from groupkit.protocol.messages.metadata import (
 from groupkit.protocol.schema import Request
 from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.metadata import BrokerInfo, ClusterMetadata
+from groupkit.runtime.reachability import Reachability
 from groupkit.runtime.sasl import SaslCredentials
 from groupkit.runtime.tls import TlsConfig
 
@@ -67,6 +71,8 @@ _BATCHED_FIND_COORDINATOR = 4
 #: Errors after which the metadata is out of date.
 _STALE_METADATA = (NotLeaderOrFollowerError, UnknownTopicOrPartitionError,
                    LeaderNotAvailableError, KafkaConnectionError, RequestTimeoutError)
+#: Metadata topic errors that mean the topic is not there.
+_MISSING_TOPIC = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 #: FindCoordinator answers worth asking again after a backoff.
 _COORDINATOR_RETRY = (CoordinatorNotAvailableError, CoordinatorLoadInProgressError,
                       NotCoordinatorError)
@@ -85,6 +91,8 @@ class Cluster:
     #: Given to every connection (failed connects, broken connections, recoveries).
     hooks: Sequence[Hook] = ()
     metadata: ClusterMetadata = attrs.field(factory=ClusterMetadata, init=False)
+    #: Which brokers answer, shared by every connection this cluster makes.
+    reachability: Reachability = attrs.field(factory=Reachability, init=False)
     _topics: set[str] = attrs.field(factory=set, init=False, repr=False)
     _conns: dict[tuple[int, str], BrokerConnection] = attrs.field(factory=dict, init=False,
                                                                   repr=False)
@@ -101,6 +109,9 @@ class Cluster:
     _next_refresh_at: float = attrs.field(default=0.0, init=False, repr=False)
     _closed: bool = attrs.field(default=False, init=False, repr=False)
 
+    def __attrs_post_init__(self) -> None:
+        _check_resolvable(self.config.bootstrap_servers)
+
     # --- connections ---------------------------------------------------------------------------
 
     def _new_connection(self, host: str, port: int) -> BrokerConnection:
@@ -114,7 +125,8 @@ class Cluster:
             connect_timeout_ms=c.socket_connection_setup_timeout_ms,
             reconnect_backoff_ms=max(1, c.reconnect_backoff_ms),
             reconnect_backoff_max_ms=max(1, c.reconnect_backoff_max_ms),
-            max_frame_size=c.max_frame_size, tls=tls, sasl=sasl, hooks=self.hooks)
+            max_frame_size=c.max_frame_size, tls=tls, sasl=sasl, hooks=self.hooks,
+            reachability=self.reachability)
 
     def connection(self, node_id: int, purpose: str = DEFAULT) -> BrokerConnection:
         """The pooled connection to ``node_id`` for ``purpose`` (made on first use)."""
@@ -232,10 +244,21 @@ class Cluster:
             allow_auto_topic_creation=self.allow_auto_topic_creation)
 
     def _install(self, response: MetadataResponse, asked: list[str] | None) -> None:
+        fresh = ClusterMetadata.from_response(response)
         with self._lock:
-            self.metadata = self.metadata.updated(ClusterMetadata.from_response(response), asked)
+            self.metadata = self.metadata.updated(fresh, asked)
             self._fetched_at = time.monotonic()
             self._stale = False
+        for topic in sorted(set(asked or ()) & self._topics):
+            code = fresh.topic_errors.get(topic)
+            if code in _MISSING_TOPIC:
+                # Java's NetworkClient warns "Error while fetching metadata ...
+                # {topic=UNKNOWN_TOPIC_OR_PARTITION}" at every refresh while it lasts.
+                name = error_for_code(code).name
+                log.warning("topic %r does not exist (%s)%s", topic, name,
+                            "" if self.allow_auto_topic_creation else
+                            "; create it, or allow auto-creation on the broker and the client")
+                emit(self.hooks, TopicMissing(topic, name))
 
     def add_topics(self, topics: Iterable[str]) -> None:
         """Track ``topics`` in every later refresh (and mark the metadata stale if new)."""
@@ -286,7 +309,7 @@ class Cluster:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise RequestTimeoutError(
                         f"metadata refresh did not finish in time (last error: {error})")
-            log.info("metadata refresh from known brokers failed (%s); bootstrapping again",
+            log.debug("metadata refresh from known brokers failed (%s); bootstrapping again",
                      error)
         self.bootstrap(deadline=deadline)
         if asked is None:
@@ -462,6 +485,23 @@ class Cluster:
         for conn in conns:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+def _check_resolvable(servers: Sequence[tuple[str, int]]) -> None:
+    """Java's ClientUtils.parseAndValidateAddresses: a bootstrap host that does not resolve is
+    warned about and skipped; when none resolves the client cannot start (ConfigError)."""
+    failures = []
+    for host, port in servers:
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError) as exc:
+            log.warning("bootstrap server %s:%d does not resolve (%s); it is skipped", host,
+                        port, exc)
+            failures.append(f"{host}:{port} ({exc})")
+    if len(failures) == len(servers):
+        raise ConfigError(
+            "no resolvable bootstrap urls given in bootstrap_servers: " + ", ".join(failures)
+            + "; check the host names and this machine's DNS")
 
 
 def _coordinator_answer(code: int, message: str | None, node_id: int, host: str,

@@ -51,6 +51,7 @@ from groupkit.protocol.headers import (
 from groupkit.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import negotiate
+from groupkit.runtime.reachability import Reachability
 from groupkit.runtime.sasl import SaslCredentials, authenticate
 from groupkit.runtime.tls import TlsConfig
 
@@ -109,6 +110,8 @@ class BrokerConnection:
     tls: TlsConfig | None = None
     sasl: SaslCredentials | None = None
     hooks: Sequence[Hook] = attrs.field(default=(), repr=False)
+    #: Logs outages once per broker for all connections of a client (see reachability.py).
+    reachability: Reachability | None = attrs.field(default=None, repr=False)
     jitter: Callable[[], float] = attrs.field(default=random.random, repr=False)
     _link: _Link | None = attrs.field(default=None, init=False, repr=False)
     _state_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
@@ -209,7 +212,11 @@ class BrokerConnection:
                 self._down_since = now
             self._retry_at = now + self._backoff.delay(self._failures)
             emit(self.hooks, BrokerUnreachable(self.address, str(exc), self._failures))
+            if self.reachability is not None:
+                self.reachability.failed(self.address, str(exc))
             raise
+        if self.reachability is not None:
+            self.reachability.connected(self.address)
         if self._failures:
             emit(self.hooks, BrokerRecovered(self.address, self._failures,
                                              time.monotonic() - self._down_since))

@@ -88,6 +88,8 @@ class Fetcher:
     #: Partitions whose position, log end or taken records changed since ``progress()``.
     _changed: set[TopicPartition] = attrs.field(init=False, factory=set)
     _closed: bool = attrs.field(init=False, default=False)
+    #: What keeps fetching from working, while it lasts (logged once per change).
+    _trouble: str | None = attrs.field(init=False, default=None)
     _thread: threading.Thread | None = attrs.field(init=False, default=None)
 
     # --- the application's side ----------------------------------------------------------------
@@ -304,6 +306,12 @@ class Fetcher:
                     self._handle(sent, future)
                 if init:
                     self._initialize(init)
+            except GroupkitError as exc:
+                self._troubled(f"the cluster does not answer ({exc})")
+                with self._cond:
+                    backoff = time.monotonic() + self.config.retry_backoff_max_ms / 1000
+                    for part in self._parts.values():
+                        part.retry_at = max(part.retry_at, backoff)
             except Exception:
                 log.exception("the fetcher hit an unexpected error; it goes on after a backoff")
                 with self._cond:
@@ -378,7 +386,7 @@ class Fetcher:
         except NoOffsetForPartitionError as exc:
             error = exc
         except Exception as exc:
-            log.warning("looking up start offsets failed (%s); retrying after a backoff", exc)
+            self._troubled(f"looking up start offsets failed ({exc})")
         backoff = time.monotonic() + self.config.retry_backoff_ms / 1000
         with self._cond:
             for tp, epoch, _ in todo:
@@ -415,7 +423,7 @@ class Fetcher:
             conn = self.cluster.connection(node, FETCH)
             conn.connect()
         except GroupkitError as exc:
-            log.warning("cannot reach fetch leader %d: %s", node, exc)
+            self._troubled(f"the leader (node {node}) does not answer ({exc})")
             self.cluster.observe(exc)
             self._backoff(tps)
             return
@@ -455,6 +463,22 @@ class Fetcher:
                            + self.config.fetch_max_wait_ms)
         future.add_done_callback(lambda f: self._answered(sent, f))
 
+    def _troubled(self, why: str) -> None:
+        """One WARNING when fetching stops working, not one per retry (the broker outage itself
+        is reported per broker by the cluster); each retry backs off and the fetcher recovers
+        by itself (see ``_recovered``)."""
+        if self._trouble is None:
+            self._trouble = why
+            log.warning("fetching is held up: %s; retrying with back-off until it works",
+                        why)
+        else:
+            log.debug("fetching still held up: %s", why)
+
+    def _recovered(self) -> None:
+        if self._trouble is not None:
+            log.info("fetching works again (after: %s)", self._trouble)
+            self._trouble = None
+
     def _answered(self, sent: _Sent, future: Future[Any]) -> None:
         with self._cond:
             self._answers.append((sent, future))
@@ -463,17 +487,18 @@ class Fetcher:
     def _handle(self, sent: _Sent, future: Future[Any]) -> None:
         error = future.exception()
         if error is not None:
-            log.warning("Fetch from node %d failed: %s", sent.node, error)
+            self._troubled(f"Fetch from node {sent.node} failed ({error})")
             self.cluster.observe(error)
             self._release(sent, backoff=True)
             return
         response: FetchResponse = future.result()
         if response.error_code:
-            log.warning("Fetch from node %d failed: %s", sent.node,
-                        error_for_code(response.error_code)())
+            self._troubled(f"Fetch from node {sent.node} failed"
+                           f" ({error_for_code(response.error_code)()})")
             self.cluster.observe_code(response.error_code)
             self._release(sent, backoff=True)
             return
+        self._recovered()
         records = size = 0
         woke = False
         for topic in response.responses:

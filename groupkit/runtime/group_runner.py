@@ -61,6 +61,7 @@ from groupkit.protocol.messages.group import (
     HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
 )
 from groupkit.protocol.schema import Response
 from groupkit.runtime.connection import BrokerConnection
@@ -293,11 +294,16 @@ class GroupRunner:
         elif isinstance(out, CoordinatorChanged):
             self._connections = {}
             self._coordinator = Coordinator(out.node_id, out.host, out.port)
+            self._info("discovered group coordinator %s:%d (node %d)", out.host, out.port,
+                       out.node_id)
         elif isinstance(out, CoordinatorLost):
             self._connections = {}
             self._coordinator = None
+            self._info("group coordinator lost: %s; rediscovering it", out.reason)
         else:
             if isinstance(out, Assigned):
+                self._info("synced generation %d: %d partition(s) assigned (%s)",
+                           out.generation_id, len(out.units), out.protocol_name)
                 self._emit(Synced(self.machine.config.group_id, out.generation_id,
                                   len(out.units)))
                 if self._rebalance_since is not None:
@@ -313,12 +319,16 @@ class GroupRunner:
             if self._rebalance_since is None:
                 self._rebalance_since = now
                 self._emit(RebalanceStarted(group_id, request.reason or "joining"))
+            self._info("(re-)joining group: %s", request.reason or "joining")
             try:
                 self.joining()
             except Exception:
                 log.exception("the joining callback failed")
         elif isinstance(request, HeartbeatRequest):
             self._emit(HeartbeatSent(group_id, request.generation_id))
+        elif isinstance(request, LeaveGroupRequest):
+            self._info("leaving group: %s", next(
+                (m.reason for m in request.members if m.reason), "the member is leaving"))
         try:
             conn = self._route(out.destination,
                                HEARTBEAT if isinstance(request, HeartbeatRequest) else COORDINATOR)
@@ -366,9 +376,13 @@ class GroupRunner:
             self._emit(HeartbeatAnswered(group_id, response.error_code, now - sent))
         elif isinstance(response, JoinGroupResponse) and not response.error_code \
                 and self.machine.state is MemberState.COMPLETING_REBALANCE:
+            leader = response.leader == response.member_id
             self._emit(Joined(group_id, response.member_id, response.generation_id,
-                              response.protocol_name or "",
-                              response.leader == response.member_id))
+                              response.protocol_name or "", leader))
+            self._info("joined generation %d as %s with protocol %s%s",
+                       response.generation_id, "leader" if leader else "follower",
+                       response.protocol_name or "?",
+                       f" ({len(response.members)} members)" if leader else "")
 
     def _queue(self, out: Output) -> None:
         with self._cond:
@@ -380,6 +394,13 @@ class GroupRunner:
 
     def _emit(self, event: Event) -> None:
         emit(self.hooks, event)
+
+    def _info(self, message: str, *args: object) -> None:
+        """An INFO line of the member's life (the ones Java's AbstractCoordinator logs),
+        naming the group and the member id so an operator can follow one member."""
+        if log.isEnabledFor(logging.INFO):
+            log.info("[group %s, member %s] " + message, self.machine.config.group_id,
+                     self.machine.member_id or "(none yet)", *args)
 
 
 def _result(future: Future[RequestDecision], timeout: float) -> RequestDecision:

@@ -344,7 +344,12 @@ class OffsetStore:
                     return
                 callback, offsets, error = self._done.popleft()
             if error is not None:
-                log.warning("async commit of %d partitions failed: %s", len(offsets), error)
+                # As Java's auto-commit: a retriable failure (an outage the connection layer
+                # already reports) goes to DEBUG, since the next commit supersedes this one.
+                retriable = isinstance(error, KafkaConnectionError | RequestTimeoutError) \
+                    or getattr(error, "retriable", False)
+                log.log(logging.DEBUG if retriable else logging.WARNING,
+                        "async commit of %d partitions failed: %s", len(offsets), error)
             if callback is not None:
                 callback(offsets, error)
 

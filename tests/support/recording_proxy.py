@@ -143,6 +143,8 @@ class RecordingProxy:
     upstream_port: int
     host: str = "127.0.0.1"
     connect_timeout: float = 5.0
+    #: The port to listen on; 0 picks a free one (a fixed one lets a test bring a proxy back).
+    listen_port: int = 0
     port: int = attrs.field(default=0, init=False)
     errors: list[str] = attrs.field(factory=list, init=False)
     _listener: socket.socket | None = attrs.field(default=None, init=False, repr=False)
@@ -167,7 +169,7 @@ class RecordingProxy:
         """Listen on a free loopback port and accept clients in a background thread."""
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((self.host, 0))
+        listener.bind((self.host, self.listen_port))
         listener.listen(64)
         self._listener = listener
         self.port = int(listener.getsockname()[1])
