@@ -211,7 +211,7 @@ class Consumer:
                 self._woken = False
             self._handle_group_events()
             self._offsets.run_callbacks()
-            self._maybe_auto_commit()
+            self._maybe_auto_commit(deadline)
             records = self._fetcher.take(self.config.max_poll_records)
             if records:
                 self._polled(len(records))
@@ -338,7 +338,7 @@ class Consumer:
                 self._info("committed offsets of revoked partitions: %s", ", ".join(
                     f"{tp.topic}-{tp.partition}@{o}" for tp, o in sorted(offsets.items())))
 
-    def _maybe_auto_commit(self) -> None:
+    def _maybe_auto_commit(self, deadline: float) -> None:
         if not self.config.enable_auto_commit or self._runner is None:
             return
         now = time.monotonic()
@@ -352,7 +352,8 @@ class Consumer:
         positions = self._fetcher.positions()
         offsets = {tp: o for tp, o in positions.items() if tp in self._assigned}
         if offsets:
-            self._offsets.commit_async(offsets, None)
+            # Java's poll bounds the coordinator lookup of its auto-commit by the poll's timer.
+            self._offsets.commit_async(offsets, None, deadline)
 
     # --- offsets -------------------------------------------------------------------------------
 
@@ -560,6 +561,10 @@ class Consumer:
         return self._cluster.connection(self._cluster.least_loaded_node(), _GROUP_PURPOSE)
 
     def _coordinator_connection(self, coordinator: Coordinator, purpose: str) -> BrokerConnection:
+        # The runner found the coordinator: commits use it without a lookup of their own.
+        assert self.config.group_id is not None
+        self._cluster.remember_coordinator(self.config.group_id, coordinator.node_id,
+                                           coordinator.host, coordinator.port)
         return self._cluster.connection(coordinator.node_id, purpose)
 
 

@@ -146,8 +146,11 @@ class Cluster:
             return conn
 
     def send(self, node_id: int, request: Request, purpose: str = DEFAULT,
-             version: int | None = None, timeout_ms: int | None = None) -> Future[Any]:
-        """Send ``request`` to ``node_id``; a connection failure marks the metadata stale."""
+             version: int | None = None, timeout_ms: int | None = None,
+             deadline: float | None = None) -> Future[Any]:
+        """Send ``request`` to ``node_id``; a connection failure marks the metadata stale.
+
+        ``deadline`` (``time.monotonic()``) bounds connecting, not the request's timeout."""
         try:
             conn = self.connection(node_id, purpose)
         except GroupkitError as exc:
@@ -155,7 +158,7 @@ class Cluster:
             failed: Future[Any] = Future()
             failed.set_exception(exc)
             return failed
-        future = conn.send(request, version, timeout_ms=timeout_ms)
+        future = conn.send(request, version, timeout_ms=timeout_ms, deadline=deadline)
         future.add_done_callback(self._observe_future)
         return future
 
@@ -163,21 +166,14 @@ class Cluster:
              version: int | None = None, deadline: float | None = None) -> Any:
         """Send and wait for the response, bounded by the request timeout and ``deadline``
         (a ``time.monotonic()`` value: the caller's, connecting included)."""
-        timeout_ms = self._ms_left(deadline)
-        future = self.send(node_id, request, purpose, version, timeout_ms=timeout_ms)
-        try:
-            return future.result(timeout_ms / 1000 + 1)
-        except FutureTimeout:
-            raise RequestTimeoutError(
-                f"{type(request).__name__} to node {node_id} got no answer within"
-                f" {timeout_ms} ms") from None
+        return wait_for(self.send(node_id, request, purpose, version, deadline=deadline),
+                        self._wait_s(deadline), f"{type(request).__name__} to node {node_id}")
 
-    def _ms_left(self, deadline: float | None) -> int:
-        """The request timeout, cut to what is left before ``deadline`` (at least 1 ms)."""
-        timeout_ms = self.config.request_timeout_ms
-        if deadline is not None:
-            timeout_ms = min(timeout_ms, int((deadline - time.monotonic()) * 1000))
-        return max(1, timeout_ms)
+    def _wait_s(self, deadline: float | None) -> float:
+        """How long to wait for an answer: the request timeout (and a margin, the connection's
+        watchdog fails the request first), cut to what is left before ``deadline``."""
+        wait = self.config.request_timeout_ms / 1000 + 1
+        return wait if deadline is None else max(0.0, min(wait, deadline - time.monotonic()))
 
     def least_loaded_node(self, deadline: float | None = None) -> int:
         """A known broker, preferring one with a connection and few requests in flight."""
@@ -426,18 +422,23 @@ class Cluster:
                 key_type=key_type, coordinator_keys=keys), version=version, deadline=deadline)
             return {c.key: _coordinator_answer(c.error_code, c.error_message, c.node_id,
                                                c.host, c.port) for c in response.coordinators}
-        timeout_ms = self._ms_left(deadline)
         futures = {k: self.send(node, FindCoordinatorRequest(key=k, key_type=key_type),
-                                version=version, timeout_ms=timeout_ms) for k in keys}
+                                version=version, deadline=deadline) for k in keys}
         answers: dict[str, BrokerInfo | BaseException] = {}
         for k, future in futures.items():
-            try:
-                r: FindCoordinatorResponse = future.result(timeout_ms / 1000 + 1)
-            except FutureTimeout:
-                raise RequestTimeoutError("FindCoordinator got no answer in time") from None
+            r: FindCoordinatorResponse = wait_for(future, self._wait_s(deadline),
+                                                  "FindCoordinator")
             answers[k] = _coordinator_answer(r.error_code, r.error_message, r.node_id, r.host,
                                              r.port)
         return answers
+
+    def remember_coordinator(self, key: str, node_id: int, host: str, port: int,
+                             key_type: int = KEY_TYPE_GROUP) -> None:
+        """Cache the coordinator of ``key`` found elsewhere (the group runner's own lookup), so
+        commits find it without a FindCoordinator of their own."""
+        with self._lock:
+            self._coordinator_brokers[node_id] = BrokerInfo(node_id, host, port)
+            self._coordinator_cache[(key_type, key)] = node_id
 
     def invalidate_coordinator(self, key: str, key_type: int = KEY_TYPE_GROUP) -> None:
         """Forget the cached coordinator of ``key`` (after NOT_COORDINATOR or a broken link)."""
@@ -449,8 +450,7 @@ class Cluster:
                             deadline: float | None = None) -> Future[Any]:
         """Send ``request`` to the coordinator of ``key``; forget it if the link breaks."""
         node = self.coordinator(key, key_type, deadline)
-        future = self.send(node, request, purpose,
-                           timeout_ms=None if deadline is None else self._ms_left(deadline))
+        future = self.send(node, request, purpose, deadline=deadline)
 
         def forget_on_failure(f: Future[Any]) -> None:
             if isinstance(f.exception(), (KafkaConnectionError, RequestTimeoutError)):
@@ -485,6 +485,16 @@ class Cluster:
         for conn in conns:
             with contextlib.suppress(Exception):
                 conn.close()
+
+
+def wait_for(future: Future[Any], timeout: float, what: str) -> Any:
+    """``future.result(timeout)``, a RequestTimeoutError naming ``what`` when it is not done:
+    the caller stops waiting; the request stays in flight under its own timeout."""
+    try:
+        return future.result(timeout)
+    except FutureTimeout:
+        raise RequestTimeoutError(f"{what} got no answer within the {timeout:.3g} s left"
+                                  ) from None
 
 
 def _check_resolvable(servers: Sequence[tuple[str, int]]) -> None:

@@ -314,7 +314,7 @@ class BrokerConnection:
     # --- sending -------------------------------------------------------------------------------
 
     def send(self, request: Request, version: int | None = None, *,
-             timeout_ms: int | None = None) -> Future[Any]:
+             timeout_ms: int | None = None, deadline: float | None = None) -> Future[Any]:
         """Send ``request`` and return a Future of its response; never waits for other replies.
 
         Connects first if needed. The Future fails with KafkaConnectionError (socket trouble),
@@ -324,9 +324,14 @@ class BrokerConnection:
         """
         try:
             started = time.monotonic()
-            # An explicit timeout covers connecting too (the caller's deadline); the default
-            # request timeout starts once the request is written, as in the Java client.
-            self.connect(None if timeout_ms is None else timeout_ms / 1000)
+            # An explicit timeout covers connecting too; a caller's ``deadline`` bounds only
+            # the connecting (the one part that blocks), while the request keeps its own
+            # timeout: like ConsumerNetworkClient.poll(future, timer), a caller out of time
+            # stops waiting without failing the request and closing the connection.
+            if timeout_ms is not None:
+                self.connect(timeout_ms / 1000)
+            else:
+                self.connect(None if deadline is None else deadline - started)
             link = self._link
             if link is None or link.closed:
                 raise KafkaConnectionError(f"the connection to {self.address} closed while "

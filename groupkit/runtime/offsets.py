@@ -147,8 +147,8 @@ class OffsetStore:
                 topics=[OffsetFetchRequestTopic(name=t, partition_indexes=p)
                         for t, p in topics.items()])
         response: OffsetFetchResponse = _wait(
-            self.cluster.send(node, request, _COMMIT_PURPOSE, version,
-                              timeout_ms=_ms_left(deadline)), deadline)
+            self.cluster.send(node, request, _COMMIT_PURPOSE, version, deadline=deadline),
+            deadline)
         entries: list[tuple[str, OffsetFetchResponsePartition | OffsetFetchResponsePartitions]]
         if version >= 8:
             group = next((g for g in response.groups if g.group_id == self.group_id), None)
@@ -235,8 +235,7 @@ class OffsetStore:
             ListOffsetsRequestTopic(name=t, partitions=[
                 ListOffsetsRequestPartition(partition_index=p, timestamp=spec) for p in ps])
             for t, ps in _by_topic(tps).items()])
-        return version, self.cluster.send(node, request, version=version,
-                                          timeout_ms=_ms_left(deadline))
+        return version, self.cluster.send(node, request, version=version, deadline=deadline)
 
     # --- committing ----------------------------------------------------------------------------
 
@@ -284,10 +283,12 @@ class OffsetStore:
             self._pause_for(retry_after, deadline, "OffsetCommit")
 
     def commit_async(self, offsets: Mapping[TopicPartition, CommitOffset],
-                     callback: CommitCallback | None) -> None:
+                     callback: CommitCallback | None, deadline: float | None = None) -> None:
         """Send a commit without waiting; ``callback(offsets, error)`` runs in ``run_callbacks``.
 
         An async commit is not retried (a later commit supersedes it), as in the Java client.
+        Finding the coordinator (when not known) and connecting may block until ``deadline``
+        (e.g. the end of the poll that commits), never longer.
         """
         offsets = dict(offsets)
         if not offsets:
@@ -296,7 +297,7 @@ class OffsetStore:
             return
         try:
             fence = self._fence()
-            future = self._send_commit(offsets, fence)
+            future = self._send_commit(offsets, fence, deadline)
         except GroupkitError as exc:
             emit(self.hooks, CommitFailed(self.config.group_id or "", len(offsets), str(exc),
                                           type(exc).__name__))
@@ -379,9 +380,7 @@ class OffsetStore:
             group_id=self.group_id, generation_id_or_member_epoch=fence.generation_id,
             member_id=fence.member_id, group_instance_id=fence.group_instance_id,
             topics=[OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
-        return self.cluster.send(
-            node, request, _COMMIT_PURPOSE,
-            timeout_ms=None if deadline is None else _ms_left(deadline))
+        return self.cluster.send(node, request, _COMMIT_PURPOSE, deadline=deadline)
 
     def _judge(self, errors: Mapping[TopicPartition, int], fence: CommitFence, attempt: int,
                deadline: float) -> float | None:
@@ -459,10 +458,6 @@ def _offset(value: CommitOffset) -> int:
 def _raise_code(code: int, api: str) -> None:
     if code:
         raise error_for_code(code)(f"{api} failed")
-
-
-def _ms_left(deadline: float) -> int:
-    return max(1, int((deadline - time.monotonic()) * 1000))
 
 
 def _wait(future: Future[Any], deadline: float) -> Any:

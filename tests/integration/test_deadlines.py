@@ -7,8 +7,6 @@ owns its broker, since it breaks it.
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +19,7 @@ from groupkit.errors import GroupkitError, RequestTimeoutError
 from groupkit.producer import Producer
 from groupkit.testing import LocalBroker
 from tests.support.broker_data import make_topic
+from tests.support.broker_faults import freeze, thaw
 from tests.support.peers import FAST_GROUP
 from tests.support.waits import wait_for
 
@@ -54,8 +53,7 @@ def fault(broker: LocalBroker, kind: str) -> None:
     if kind == "killed":
         broker.stop()
     else:
-        assert broker.pid is not None
-        os.kill(broker.pid, signal.SIGSTOP)
+        freeze(broker)
 
 
 @pytest.mark.parametrize("kind", ["killed", "stopped"])
@@ -98,10 +96,31 @@ def test_committed_answers_again_once_the_broker_resumes(
     fault(broker, "stopped")
     _, outcome = timed(lambda: consumer.committed([tp], timeout=1))
     assert isinstance(outcome, RequestTimeoutError)
-    assert broker.pid is not None
-    os.kill(broker.pid, signal.SIGCONT)
+    thaw(broker)
     try:
         committed = consumer.committed([tp], timeout=30)
         assert committed[tp] is not None and committed[tp] > 0
     finally:
         consumer.close(timeout=5)
+
+
+@pytest.mark.parametrize("kind", ["killed", "stopped"])
+def test_poll_keeps_its_timeout_across_auto_commits_when_the_broker_fails(
+        broker: LocalBroker, unique_name: Callable[[str], str], kind: str) -> None:
+    topic = unique_name("deadline")
+    make_topic(broker.bootstrap_servers, topic, 2, 20)
+    consumer = Consumer(bootstrap_servers=broker.bootstrap_servers, group_id=f"g-{topic}",
+                        auto_offset_reset="earliest", auto_commit_interval_ms=300, **FAST_GROUP)
+    consumer.subscribe([topic])
+    got: list[Any] = []
+    wait_for(lambda: len(got) >= 20, 45, "20 records", lambda: got.extend(consumer.poll(0.5)))
+    fault(broker, kind)
+    slowest = 0.0
+    until = time.monotonic() + 8.0  # many auto-commits, past the session timeout
+    while time.monotonic() < until:
+        took, outcome = timed(lambda: consumer.poll(0.5))
+        assert outcome == [], outcome
+        slowest = max(slowest, took)
+    assert slowest < 0.5 + SLACK, slowest
+    took, outcome = timed(lambda: consumer.close(timeout=2))
+    assert took < 2 + SLACK and outcome is None, (took, outcome)

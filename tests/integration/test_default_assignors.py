@@ -7,11 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from assignors import RebalanceProtocol, TopicPartition
-from groupkit.consumer import Consumer
-from groupkit.testing import LocalBroker
-from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from tests.consumer_helpers import (
     FAST_GROUP,
     Member,
@@ -20,6 +15,11 @@ from tests.consumer_helpers import (
     owned_exactly_once,
     wait_for,
 )
+
+from assignors import RebalanceProtocol, TopicPartition
+from groupkit.consumer import Consumer
+from groupkit.testing import LocalBroker
+from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 
 pytestmark = pytest.mark.broker
 

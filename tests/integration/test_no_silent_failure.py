@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from tests.consumer_helpers import FAST_GROUP, make_topic, produce, wait_for
 
 from groupkit.admin import Admin
 from groupkit.consumer import Consumer
@@ -25,7 +26,6 @@ from groupkit.hooks import BrokerRecovered, BrokerUnreachable, Event, TopicMissi
 from groupkit.producer import Producer
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
-from tests.consumer_helpers import FAST_GROUP, make_topic, produce, wait_for
 from tests.support.recording_proxy import RecordingProxy
 
 pytestmark = pytest.mark.broker

@@ -6,7 +6,6 @@ Real processes, real signals, a real broker that each test kills (or freezes wit
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 from groupkit.testing import LocalBroker
 from tests.support.broker_data import make_topic
+from tests.support.broker_faults import freeze
 
 pytestmark = pytest.mark.broker
 
@@ -65,8 +65,7 @@ def test_sigterm_stops_within_the_grace_while_the_broker_is_down(
     if fault == "killed":
         broker.stop()
     else:
-        assert broker.pid is not None
-        os.kill(broker.pid, signal.SIGSTOP)
+        freeze(broker)
     time.sleep(0.5)  # let a commit start against the dead broker: the worst moment to stop
     sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
@@ -81,8 +80,7 @@ def test_sigterm_stops_within_the_grace_while_the_broker_is_down(
 def test_a_second_sigint_stops_at_once(broker: LocalBroker,
                                        unique_name: Callable[[str], str]) -> None:
     proc = start_worker(broker, unique_name("grace"))
-    assert broker.pid is not None
-    os.kill(broker.pid, signal.SIGSTOP)
+    freeze(broker)
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)

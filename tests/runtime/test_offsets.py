@@ -43,7 +43,8 @@ class ScriptedCoordinator:
         self.invalidated += 1
 
     def send(self, node: int, request: OffsetCommitRequest, purpose: str = "default",
-             version: int | None = None, timeout_ms: int | None = None) -> Future[Any]:
+             version: int | None = None, timeout_ms: int | None = None,
+             deadline: float | None = None) -> Future[Any]:
         self.requests.append(request)
         codes = self.answers.pop(0)
         future: Future[Any] = Future()
