@@ -4,22 +4,18 @@ or confluent-kafka members left at their own defaults (range first) by the share
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
-from tests.consumer_helpers import (
-    FAST_GROUP,
-    Member,
-    consumed,
-    make_topic,
-    owned_exactly_once,
-    wait_for,
-)
 
 from assignors import RebalanceProtocol, TopicPartition
 from groupkit.consumer import Consumer
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.support.broker_data import make_topic
+from tests.support.peers import FAST_GROUP
+from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.broker
 
@@ -71,6 +67,57 @@ def test_an_all_groupkit_group_rebalances_incrementally_by_default(
         first.close(10)
     # Eager would have revoked all four from the first member; cooperative only what moved.
     assert revoked and set().union(*revoked) == taken and taken < every, revoked
+
+
+class Member(threading.Thread):
+    """One member polling in its own thread at its client's default assignors; keeps what it
+    got and what it holds."""
+
+    kind = ""
+
+    def __init__(self, name: str, bootstrap: str, group: str, topic: str) -> None:
+        super().__init__(daemon=True, name=name)
+        self.bootstrap, self.group, self.topic = bootstrap, group, topic
+        self.values: list[bytes] = []
+        self.owned: set[TopicPartition] = set()
+        self.error: BaseException | None = None
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        try:
+            self.consume()
+        except BaseException as exc:  # reported by finish()
+            self.error = exc
+
+    def consume(self) -> None:
+        raise NotImplementedError
+
+    def got(self, values: list[bytes], owned: set[TopicPartition]) -> None:
+        with self.lock:
+            self.values.extend(values)
+            self.owned = owned
+
+    def snapshot(self) -> tuple[list[bytes], set[TopicPartition]]:
+        with self.lock:
+            return list(self.values), set(self.owned)
+
+    def finish(self, timeout: float = 15.0) -> None:
+        self.stop_event.set()
+        self.join(timeout)
+        assert not self.is_alive(), f"{self.name} did not stop within {timeout} s"
+        if self.error is not None:
+            raise self.error
+
+
+def owned_exactly_once(members: list[Member], partitions: set[TopicPartition]) -> bool:
+    held = [tp for m in members for tp in m.snapshot()[1]]
+    return all(m.snapshot()[1] for m in members) and len(held) == len(set(held)) \
+        and set(held) == partitions
+
+
+def consumed(members: list[Member]) -> set[bytes]:
+    return {v for m in members for v in m.snapshot()[0]}
 
 
 class KafkaPythonDefault(Member):
@@ -140,8 +187,8 @@ def test_a_default_groupkit_member_joins_a_group_of_default_peers(
     topic, group = unique_name("mixed"), unique_name("g")
     produced = make_topic(bootstrap, topic, 4, 200)
     every = {TopicPartition(topic, p) for p in range(4)}
-    first = peer(f"{peer.kind}-0", bootstrap, group, topic, "")
-    members = [first, GroupkitDefault("groupkit-1", bootstrap, group, topic, "")]
+    first = peer(f"{peer.kind}-0", bootstrap, group, topic)
+    members = [first, GroupkitDefault("groupkit-1", bootstrap, group, topic)]
     try:
         first.start()
         wait_for(lambda: first.snapshot()[1] == every, 45, f"{first.name} to own every partition")

@@ -9,11 +9,13 @@ import re
 from collections.abc import Callable
 
 import pytest
-from tests.consumer_helpers import FAST_GROUP, make_topic, wait_for
 
 from groupkit.consumer import Consumer
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.support.broker_data import make_topic
+from tests.support.peers import FAST_GROUP
+from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.broker
 

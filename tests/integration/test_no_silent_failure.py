@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.consumer_helpers import FAST_GROUP, make_topic, produce, wait_for
 
 from groupkit.admin import Admin
 from groupkit.consumer import Consumer
@@ -26,7 +25,10 @@ from groupkit.hooks import BrokerRecovered, BrokerUnreachable, Event, TopicMissi
 from groupkit.producer import Producer
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.support.broker_data import make_topic, produce
+from tests.support.peers import FAST_GROUP
 from tests.support.recording_proxy import RecordingProxy
+from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.broker
 
