@@ -51,7 +51,8 @@ class _Plan:
         topics = frozenset().union(*subscriptions)
         self.layout = PartitionLayout({t: cluster.count(t) for t in topics})
         self.claims: list[list[int]] = []
-        owner = [-1] * self.layout.total
+        #: Each partition's current owner (member number, -1: none) after resolving claims.
+        self.owner = owner = [-1] * self.layout.total
         generations: list[int] = []
         # Higher generation wins a partition claimed twice; on a tie the earlier member keeps it.
         for member, member_id in enumerate(self.order):
@@ -142,18 +143,13 @@ class CooperativeStickyAssignor(_StickyBase):
         self, cluster: ClusterView, members: Mapping[str, MemberSubscription]
     ) -> dict[str, MemberAssignment]:
         plan = _Plan(self, cluster, members)
-        first_claim = [-1] * plan.layout.total
-        also_claimed: dict[int, set[int]] = {}
-        for member, claimed in enumerate(plan.claims):
-            for index in claimed:
-                if first_claim[index] < 0:
-                    first_claim[index] = member
-                elif first_claim[index] != member:
-                    also_claimed.setdefault(index, set()).add(member)
+        # Withhold every partition whose current owner is another member, the owner being
+        # the claim of the highest generation (Java: CooperativeStickyAssignor.adjustAssignment
+        # over the owners AbstractStickyAssignor resolved). A stale claim (a member that missed
+        # a rebalance, e.g. expelled while its JoinGroup was lost) does not make its partitions
+        # free to hand straight back to it while the member of the newer generation holds them.
         for member, assigned in enumerate(plan.assigned):
             plan.assigned[member] = [
-                index
-                for index in assigned
-                if first_claim[index] in (-1, member) or member in also_claimed.get(index, ())
+                index for index in assigned if plan.owner[index] in (-1, member)
             ]
         return plan.result()

@@ -636,8 +636,14 @@ class GroupMachine:
         if self._main is not None and self._request_deadline is not None \
                 and now >= self._request_deadline:
             kind = self._inflight[self._main].kind
-            self._coordinator_lost(
-                now, f"{kind.value} got no answer within the rebalance timeout", back_off=True)
+            reason = f"{kind.value} got no answer within the rebalance timeout"
+            if kind is RequestKind.JOIN and self._owned:
+                # Past the rebalance timeout the coordinator has finished the rebalance without
+                # this member, and others may hold its partitions in the new generation: they
+                # are lost, not kept through the rejoin (Kafka would answer the rejoin with
+                # UNKNOWN_MEMBER_ID; Java then calls onPartitionsLost).
+                self._reset_generation(reason)
+            self._coordinator_lost(now, reason, back_off=True)
             return
         if st in HEARTBEAT_STATES and self._session_deadline is not None \
                 and now >= self._session_deadline:

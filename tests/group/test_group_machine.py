@@ -253,6 +253,20 @@ def test_a_member_that_never_joined_is_told_so_when_it_commits() -> None:
         d.machine.commit_fence()
 
 
+def test_a_cooperative_member_whose_rejoin_goes_unanswered_loses_what_it_held() -> None:
+    # Past the rebalance timeout the group moved on without it: others may hold its units in
+    # the new generation, so it must not rejoin still holding them.
+    d = Driver.make(UnitsProtocol(cooperative=True), rebalance_timeout_ms=10_000)
+    units = d.stable()
+    d.machine.request_rejoin(d.now, "test")
+    assert d.sent(JoinGroupRequest, d.poll())
+    outs = d.at(d.now + 15.0)
+    lost = [o for o in outs if isinstance(o, Lost)]
+    assert lost and lost[0].units == units
+    assert d.machine.owned == frozenset() and d.machine.generation_id == -1
+    assert any(isinstance(o, CoordinatorLost) for o in outs)
+
+
 def test_a_join_unanswered_past_the_rebalance_timeout_is_given_up() -> None:
     d = Driver.make(rebalance_timeout_ms=10_000)
     d.machine.start(d.now)
