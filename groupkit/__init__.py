@@ -68,8 +68,6 @@ if TYPE_CHECKING:
         RebalanceFinished as RebalanceFinished,
         RebalanceStarted as RebalanceStarted,
         Synced as Synced,
-    )
-    from groupkit.hooks import (
         TopicMissing as TopicMissing,
     )
     from groupkit.producer import (
