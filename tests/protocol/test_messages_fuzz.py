@@ -14,10 +14,10 @@ import tracemalloc
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import tests.protocol.strategies as gs
 from groupkit.errors import CorruptFrame
 from groupkit.protocol.messages.group import SyncGroupResponse
 from groupkit.protocol.schema import Message
+from tests.protocol import strategies as gs
 
 CASES = gs.all_cases()
 

@@ -19,9 +19,9 @@ from hypothesis import given, settings, strategies as st
 from kafka.protocol import api_message
 from kafka.protocol.schemas.fields.codecs import types as kp_types
 
-import tests.protocol.strategies as gs
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import Message
+from tests.protocol import strategies as gs
 
 #: groupkit field name -> kafka-python's name, where kafka-python patches Kafka's schema.
 ALIASES = {

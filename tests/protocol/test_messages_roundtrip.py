@@ -10,10 +10,10 @@ import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import tests.protocol.strategies as gs
 from groupkit.errors import FieldVersionError
 from groupkit.protocol.registry import REQUESTS
 from groupkit.protocol.schema import Message
+from tests.protocol import strategies as gs
 
 CASES = gs.all_cases()
 FLEXIBLE_CASES = [c for c in CASES if c[0].is_flexible(c[1])]

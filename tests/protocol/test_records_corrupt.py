@@ -15,7 +15,6 @@ import zlib
 
 import pytest
 import zstandard
-from crc32c import crc32c
 from hypothesis import given, strategies as st
 
 from groupkit.errors import CorruptFrame, CorruptRecordError
@@ -25,35 +24,17 @@ from groupkit.protocol.records import (
     encode_batch,
     encode_message_set,
 )
+from tests.protocol.corrupt_records import (
+    ROWS,
+    SEEDS,
+    entries,
+    mutate,
+    mutation,
+    recrc_legacy,
+    recrc_v2,
+)
 
 pytestmark = pytest.mark.usefixtures("record_loops")
-
-ROWS = [(b"k%d" % i, b"value-%d" % i * 3, [("h", b"x"), ("n", None)], 1000 + i)
-        for i in range(4)]
-
-
-def recrc_v2(batch: bytearray) -> bytes:
-    """Fix a v2 batch's CRC after a deliberate edit, so the parser (not the CRC) meets it."""
-    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
-    return bytes(batch)
-
-
-def recrc_legacy(message: bytearray) -> bytes:
-    struct.pack_into(">I", message, 12, zlib.crc32(bytes(message[16:])))
-    return bytes(message)
-
-
-def entries() -> list[bytes]:
-    """One of each entry kind, each a separately framed unit of a record set."""
-    plain = [(k, v, [], ts) for k, v, _, ts in ROWS]
-    return [
-        encode_batch(ROWS, base_offset=0),
-        encode_batch(ROWS, base_offset=4, compression="gzip"),
-        encode_message_set(plain[:1], magic=0, base_offset=8),
-        encode_message_set(plain, magic=1, base_offset=9, compression="snappy"),
-        encode_batch(ROWS, base_offset=13, compression="zstd"),
-    ]
-
 
 def test_v2_crc_mismatch_names_topic_partition_offset() -> None:
     data = bytearray(encode_batch(ROWS, base_offset=4242))
@@ -240,39 +221,6 @@ def test_bad_utf8_header_key() -> None:
     batch[at] = 0xFF
     with pytest.raises(CorruptRecordError, match="malformed record"):
         decode_records(recrc_v2(batch))
-
-
-SEEDS = entries() + [
-    encode_batch(ROWS, compression="lz4", transactional=True, producer_id=3, producer_epoch=1),
-    encode_message_set([(k, v, [], ts) for k, v, _, ts in ROWS], magic=0, compression="lz4"),
-    encode_message_set([(k, v, [], ts) for k, v, _, ts in ROWS], magic=1, compression="gzip"),
-]
-
-mutation = st.one_of(
-    st.tuples(st.just("flip"), st.integers(min_value=0), st.integers(min_value=1, max_value=255)),
-    st.tuples(st.just("int32"), st.integers(min_value=0),
-              st.sampled_from([-2**31, -2, -1, 0, 1, 7, 2**16, 2**31 - 1])),
-    st.tuples(st.just("varint"), st.integers(min_value=0),
-              st.sampled_from([b"\xff" * 10, b"\x7f", b"\x01", b"\xfe\xff\xff\xff\x0f"])),
-    st.tuples(st.just("cut"), st.integers(min_value=0), st.just(0)),
-)
-
-
-def mutate(data: bytes, edits: list[tuple]) -> bytearray:
-    buf = bytearray(data)
-    for kind, where, arg in edits:
-        if not buf:
-            break
-        at = where % len(buf)
-        if kind == "flip":
-            buf[at] ^= arg
-        elif kind == "int32" and at + 4 <= len(buf):
-            struct.pack_into(">i", buf, at, arg)
-        elif kind == "varint":
-            buf[at:at + len(arg)] = arg
-        elif kind == "cut":
-            del buf[at:]
-    return buf
 
 
 @given(seed=st.sampled_from(range(len(SEEDS))), edits=st.lists(mutation, min_size=1, max_size=4),

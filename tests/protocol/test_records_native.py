@@ -34,7 +34,7 @@ from groupkit.protocol.records import (
     encode_control_batch,
 )
 from groupkit.runtime.fetcher import ConsumerRecord
-from tests.protocol.test_records_corrupt import SEEDS, mutate, mutation, recrc_v2
+from tests.protocol.corrupt_records import SEEDS, mutate, mutation, recrc_v2
 
 needs_native = pytest.mark.skipif(not native.available,
                                   reason="the C record reader is not built")
