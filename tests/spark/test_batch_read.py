@@ -7,32 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.types import StructType
+
+from tests.spark.kafka_schema import SPARK_KAFKA_HEADERS, SPARK_KAFKA_SCHEMA
 
 pytestmark = pytest.mark.xdist_group("spark")
-
-# Spark's own Kafka source schema, field by field as KafkaRecordToRowConverter declares it
-# (spark-sql-kafka-0-10): all fields nullable, headers only with includeHeaders=true.
-SPARK_KAFKA_SCHEMA = StructType([
-    StructField("key", BinaryType()),
-    StructField("value", BinaryType()),
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("offset", LongType()),
-    StructField("timestamp", TimestampType()),
-    StructField("timestampType", IntegerType()),
-])
-SPARK_KAFKA_HEADERS = StructField("headers", ArrayType(StructType([
-    StructField("key", StringType()), StructField("value", BinaryType())])))
 
 
 def _read(spark: Any, servers: str, topic: str, **options: str) -> Any:

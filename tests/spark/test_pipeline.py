@@ -19,8 +19,8 @@ from assignors import TopicPartition
 from groupkit import Admin
 from groupkit.errors import ConfigError
 from groupkit.spark import SparkPipeline
+from tests.spark.kafka_schema import SPARK_KAFKA_SCHEMA
 from tests.spark.pipeline_worker import SETTINGS, ParquetSink
-from tests.spark.test_batch_read import SPARK_KAFKA_SCHEMA
 
 pytestmark = pytest.mark.xdist_group("spark")
 
