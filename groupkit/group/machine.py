@@ -468,6 +468,16 @@ class GroupMachine:
             self._fail(exc)
             return
         added, revoked = units - self._owned, self._owned - units
+        if revoked and not self.protocol.is_cooperative(name):
+            # The member kept these through the join because its last generation was
+            # cooperative, but the group now chose an eager assignor (a member that only
+            # speaks range joined), whose leader gave them to others in this same generation.
+            # They are lost, not revoked: a revoke would commit for partitions another member
+            # already owns in this generation. Java and librdkafka never meet this (one
+            # protocol for all configured assignors); groupkit's default list mixes both.
+            self._outputs.append(Lost(revoked, f"the group switched to the eager {name!r}"
+                                               " assignor, which gave them to other members"))
+            revoked = frozenset()
         self._owned, self._owned_protocol, self._assignment = units, name, resp.assignment
         self._failures = 0
         self._go(T.SYNCED)

@@ -108,7 +108,8 @@ class Revoked:
 
 @attrs.frozen
 class Lost:
-    """The member's generation ended without an orderly revoke (commits for it will fail)."""
+    """The member no longer owns ``units`` and must not commit them: its generation ended
+    without an orderly revoke (commits for it will fail), or an eager assignor gave them away."""
 
     units: frozenset[Hashable]
     reason: str

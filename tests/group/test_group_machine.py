@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 
+import attrs
 import pytest
 
 from groupkit.errors import (
@@ -462,3 +463,31 @@ def test_start_twice_and_mismatched_responses_are_refused() -> None:
     find = d.request(FindCoordinatorRequest)
     with pytest.raises(IllegalStateError):
         d.machine.on_response(find.token, SyncGroupResponse(), d.now)
+
+
+@attrs.define
+class _MixedProtocol(UnitsProtocol):
+    """Offers a cooperative and an eager assignor, as groupkit's default list does."""
+
+    names: tuple[str, ...] = ("cooperative-sticky", "range")
+
+    def is_cooperative(self, protocol_name: str) -> bool:
+        return protocol_name == "cooperative-sticky"
+
+
+def test_units_kept_through_a_join_that_switches_the_group_to_eager_are_lost_not_revoked() -> None:
+    d = Driver.make(protocol=_MixedProtocol())
+    d.machine.start(d.now)
+    d.poll()
+    d.found()
+    d.joined(generation=1, protocol_name="cooperative-sticky")
+    d.synced(b"+u0,u1")
+    d.machine.request_rejoin(d.now, "a range-only member joined")
+    assert not [o for o in d.poll() if isinstance(o, Revoked | Lost)]
+    d.joined(generation=2, protocol_name="range")
+    outs = d.synced(b"+u1,u2")
+    [lost] = [o for o in outs if isinstance(o, Lost)]
+    [assigned] = [o for o in outs if isinstance(o, Assigned)]
+    assert lost.units == {"u0"} and "eager 'range'" in lost.reason
+    assert (assigned.added, assigned.revoked) == ({"u2"}, frozenset())
+    assert d.machine.owned == {"u1", "u2"}
