@@ -5,13 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import SimpleNamespace
 
-from kafka.coordinator.assignors.range import RangePartitionAssignor
-from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from assignors import ClusterView, MemberSubscription, TopicPartition, member_order
-
-PEERS = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+from tests.support.peers import kafka_python_assignor
 
 
 class PeerCluster:
@@ -46,7 +43,7 @@ def peer_assign(
         )
         for member_id in member_order(members)
     ]
-    result = PEERS[name]().assign(PeerCluster(cluster), peer_members)
+    result = kafka_python_assignor(name)().assign(PeerCluster(cluster), peer_members)
     return {
         member_id: sorted(TopicPartition(tp.topic, tp.partition) for tp in a.partitions())
         for member_id, a in result.items()

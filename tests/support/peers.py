@@ -62,6 +62,18 @@ def client_version(client: str) -> str:
     return f"{confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})"
 
 
+def kafka_python_assignor(strategy: str) -> Any:
+    """kafka-python's assignor class for ``strategy``."""
+    from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+    from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+    return {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
+            "sticky": StickyPartitionAssignor,
+            "cooperative-sticky": CooperativeStickyAssignor}[strategy]
+
+
 class Member(threading.Thread):
     """One member of ``group``; ``error`` holds what ended it early."""
 
@@ -170,15 +182,8 @@ class KafkaPythonMember(Member):
 
     def consume(self) -> None:
         import kafka
-        from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
-        from kafka.coordinator.assignors.range import RangePartitionAssignor
-        from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
-        from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
-        base: Any = {"range": RangePartitionAssignor,
-                     "roundrobin": RoundRobinPartitionAssignor,
-                     "sticky": StickyPartitionAssignor,
-                     "cooperative-sticky": CooperativeStickyAssignor}[self.strategy]
+        base = kafka_python_assignor(self.strategy)
         member = self
 
         # kafka-python makes an instance of each assignor class and calls assign on it.
