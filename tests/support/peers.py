@@ -1,7 +1,8 @@
 """Group members for the broker tests, one thread each: groupkit's Consumer and the peer clients
 (kafka-python, aiokafka, confluent-kafka) behind one interface.
 
-A member subscribes to its topics with one partition assignment strategy and polls until
+A member subscribes to its topics with one partition assignment strategy (None: its client's
+default assignors) and polls until
 ``stop()``, which closes it (sending LeaveGroup) and raises whatever ended it early. While it
 runs it keeps the values it received, the partitions it owns after its last poll and, as leader,
 the largest group it ran the assignor for (``led``); given a ``board`` it also reports each
@@ -14,11 +15,14 @@ session timeout).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
 
 from assignors import (
     Assignor,
@@ -28,6 +32,7 @@ from assignors import (
     TopicPartition,
     lookup,
 )
+from groupkit.config import ConsumerConfig
 from groupkit.consumer import Consumer
 
 if TYPE_CHECKING:
@@ -79,12 +84,12 @@ class Member(threading.Thread):
 
     client: ClassVar[str] = ""
 
-    def __init__(self, bootstrap: str, group: str, topics: list[str], strategy: str,
+    def __init__(self, bootstrap: str, group: str, topics: list[str], strategy: str | None,
                  client_id: str, *, auto_commit: bool = False, board: Board | None = None
                  ) -> None:
         super().__init__(daemon=True, name=client_id)
         offered = STRATEGIES.get(self.client)
-        if offered is not None and strategy not in offered:
+        if offered is not None and strategy is not None and strategy not in offered:
             raise ValueError(f"{self.client} has no {strategy!r} strategy; pick one of {offered}")
         self.bootstrap, self.group, self.topics = bootstrap, group, topics
         self.strategy, self.client_id, self.auto_commit = strategy, client_id, auto_commit
@@ -161,10 +166,12 @@ class GroupkitMember(Member):
     client = "groupkit"
 
     def consume(self) -> None:
+        names = ([self.strategy] if self.strategy is not None
+                 else list(attrs.fields(ConsumerConfig).assignors.default))
         consumer = Consumer(bootstrap_servers=self.bootstrap, group_id=self.group,
                             client_id=self.client_id, auto_offset_reset="earliest",
                             enable_auto_commit=self.auto_commit,
-                            assignors=[_CountingAssignor(lookup(self.strategy), self)],
+                            assignors=[_CountingAssignor(lookup(n), self) for n in names],
                             session_timeout_ms=SESSION_TIMEOUT_MS,
                             heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS)
         try:
@@ -183,18 +190,22 @@ class KafkaPythonMember(Member):
     def consume(self) -> None:
         import kafka
 
-        base = kafka_python_assignor(self.strategy)
+        bases = ([kafka_python_assignor(self.strategy)] if self.strategy is not None
+                 else kafka.KafkaConsumer.DEFAULT_CONFIG["partition_assignment_strategy"])
         member = self
 
-        # kafka-python makes an instance of each assignor class and calls assign on it.
-        class Counting(base):
-            def assign(self, cluster: Any, members: Any) -> Any:
-                member.led_group_of(len(members))
-                return super().assign(cluster, members)
+        def counting(base: Any) -> Any:
+            # kafka-python makes an instance of each assignor class and calls assign on it.
+            class Counting(base):
+                def assign(self, cluster: Any, members: Any) -> Any:
+                    member.led_group_of(len(members))
+                    return super().assign(cluster, members)
+            return Counting
 
         consumer = kafka.KafkaConsumer(
             *self.topics, bootstrap_servers=self.bootstrap, group_id=self.group,
-            client_id=self.client_id, partition_assignment_strategy=[Counting],
+            client_id=self.client_id,
+            partition_assignment_strategy=[counting(base) for base in bases],
             auto_offset_reset="earliest", enable_auto_commit=self.auto_commit,
             session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS)
         try:
@@ -220,23 +231,29 @@ class AiokafkaMember(Member):
             StickyPartitionAssignor,
         )
 
-        base: Any = {"range": RangePartitionAssignor,
-                     "roundrobin": RoundRobinPartitionAssignor,
-                     "sticky": StickyPartitionAssignor}[self.strategy]
+        bases: Any = ([{"range": RangePartitionAssignor,
+                        "roundrobin": RoundRobinPartitionAssignor,
+                        "sticky": StickyPartitionAssignor}[self.strategy]]
+                      if self.strategy is not None else inspect.signature(
+                          aiokafka.AIOKafkaConsumer).parameters[
+                              "partition_assignment_strategy"].default)
         member = self
 
-        # aiokafka calls assign on the class and its assignors keep their state (the sticky one
-        # its last assignment) on the class, so each member gets a subclass of its own, as if
-        # it ran in its own process.
-        class Counting(base):
-            @classmethod
-            def assign(cls, cluster: Any, members: Any) -> Any:
-                member.led_group_of(len(members))
-                return super().assign(cluster, members)
+        def counting(base: Any) -> Any:
+            # aiokafka calls assign on the class and its assignors keep their state (the sticky
+            # one its last assignment) on the class, so each member gets a subclass of its own,
+            # as if it ran in its own process.
+            class Counting(base):
+                @classmethod
+                def assign(cls, cluster: Any, members: Any) -> Any:
+                    member.led_group_of(len(members))
+                    return super().assign(cluster, members)
+            return Counting
 
         consumer = aiokafka.AIOKafkaConsumer(
             *self.topics, bootstrap_servers=self.bootstrap, group_id=self.group,
-            client_id=self.client_id, partition_assignment_strategy=(Counting,),
+            client_id=self.client_id,
+            partition_assignment_strategy=tuple(counting(base) for base in bases),
             auto_offset_reset="earliest", enable_auto_commit=self.auto_commit,
             session_timeout_ms=SESSION_TIMEOUT_MS, heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS)
         await consumer.start()
@@ -269,12 +286,14 @@ class ConfluentMember(Member):
         log.propagate = False
         log.setLevel(logging.DEBUG)
         log.addHandler(LeaderLog())
-        consumer = confluent_kafka.Consumer({
+        config = {
             "bootstrap.servers": self.bootstrap, "group.id": self.group,
-            "client.id": self.client_id, "partition.assignment.strategy": self.strategy,
-            "auto.offset.reset": "earliest", "enable.auto.commit": self.auto_commit,
-            "session.timeout.ms": SESSION_TIMEOUT_MS,
-            "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS, "debug": "cgrp"}, logger=log)
+            "client.id": self.client_id, "auto.offset.reset": "earliest",
+            "enable.auto.commit": self.auto_commit, "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS, "debug": "cgrp"}
+        if self.strategy is not None:
+            config["partition.assignment.strategy"] = self.strategy
+        consumer = confluent_kafka.Consumer(config, logger=log)
 
         def report(kind: str) -> Any:
             # confluent-kafka assigns (incrementally, when cooperative) after the callback.
