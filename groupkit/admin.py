@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -22,7 +23,7 @@ from groupkit.admin_values import (
     MemberDescription,
     Node,
 )
-from groupkit.config import ClientConfig
+from groupkit.config import AdminConfig
 from groupkit.errors import (
     ApiKey,
     BrokerError,
@@ -77,7 +78,7 @@ from groupkit.protocol.messages.offset_fetch import (
 )
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import Request, Response
-from groupkit.runtime.cluster import COORDINATOR, Cluster
+from groupkit.runtime.cluster import COORDINATOR, Cluster, wait_for
 from groupkit.runtime.metadata import BrokerInfo
 from groupkit.values import OffsetAndMetadata
 
@@ -99,30 +100,44 @@ Split = Callable[[_Answer, list[str]], dict[str, tuple[int, Any]]]
 class Admin:
     """Administrative calls on one cluster; a context manager (or call ``close()``).
 
-    Settings are those of :class:`~groupkit.config.ClientConfig`. Connects at once;
-    NoBrokersAvailable if no bootstrap server answers.
+    Settings are those of :class:`~groupkit.config.AdminConfig`. Connects at once;
+    NoBrokersAvailable if no bootstrap server answers. Every call returns or raises
+    RequestTimeoutError within its ``timeout`` (seconds; default ``default_api_timeout_ms``),
+    connecting, coordinator lookups, metadata and retries included, as Java's AdminClient
+    bounds each call by its timeout while each request keeps ``request_timeout_ms``.
     """
 
     def __init__(self, **settings: Any) -> None:
-        self.config = ClientConfig.from_kwargs(settings)
+        self.config = AdminConfig.from_kwargs(settings)
         self._cluster = Cluster(self.config)
         self._cluster.bootstrap()
 
-    @property
-    def _timeout(self) -> float:
-        return self.config.request_timeout_ms / 1000
+    def _deadline(self, timeout: float | None) -> float:
+        """The ``time.monotonic()`` by which a call given ``timeout`` must be done."""
+        if timeout is None:
+            timeout = self.config.default_api_timeout_ms / 1000
+        elif isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise ConfigError(f"timeout must be a number of seconds > 0, not {timeout!r}")
+        return time.monotonic() + timeout
 
-    def _controller(self) -> int:
+    def _wait(self, future: Future[Any], deadline: float, what: str) -> Any:
+        """The answer of ``future``: within the request timeout and what is left of the call."""
+        left = min(self.config.request_timeout_ms / 1000 + 1, deadline - time.monotonic())
+        return wait_for(future, max(0.0, left), what)
+
+    def _controller(self, deadline: float) -> int:
         controller = self._cluster.metadata.controller_id
         return controller if controller in self._cluster.metadata.brokers \
-            else self._cluster.least_loaded_node()
+            else self._cluster.least_loaded_node(deadline)
 
     # --- topics --------------------------------------------------------------------------------
 
     def create_topics(self, names: Iterable[str], num_partitions: int = 1,
                       replication_factor: int = 1,
-                      configs: Mapping[str, str] | None = None) -> list[CreatedTopic]:
+                      configs: Mapping[str, str] | None = None,
+                      timeout: float | None = None) -> list[CreatedTopic]:
         """Create topics and wait until metadata lists them; raises the first topic's error."""
+        deadline = self._deadline(timeout)
         names = list(names)
         if not names:
             raise ConfigError("create_topics needs at least one topic name")
@@ -133,39 +148,39 @@ class Admin:
                 configs=[CreateTopicsRequestConfig(name=k, value=v)
                          for k, v in (configs or {}).items()]) for name in names],
             timeout_ms=self.config.request_timeout_ms)
-        response = self._cluster.call(self._controller(), request)
+        response = self._cluster.call(self._controller(deadline), request, deadline=deadline)
         created = []
         for topic in response.topics:
             _check(topic.error_code, f"topic {topic.name!r}", topic.error_message)
             created.append(CreatedTopic(topic.name, topic.topic_id, topic.num_partitions,
                                         topic.replication_factor))
-        self._wait_for_topics(names, present=True)
+        self._wait_for_topics(names, True, deadline)
         return created
 
-    def delete_topics(self, names: Iterable[str]) -> None:
+    def delete_topics(self, names: Iterable[str], timeout: float | None = None) -> None:
         """Delete topics and wait until metadata no longer lists them."""
+        deadline = self._deadline(timeout)
         names = list(names)
         if not names:
             raise ConfigError("delete_topics needs at least one topic name")
-        node = self._controller()
-        version = self._cluster.api_version(node, ApiKey.DELETE_TOPICS)
+        node = self._controller(deadline)
+        version = self._cluster.api_version(node, ApiKey.DELETE_TOPICS, deadline)
         if version is not None and version >= _TOPICS_BY_ID_VERSION:
             request = DeleteTopicsRequest(topics=[DeleteTopicsRequestTopic(name=n) for n in names],
                                           timeout_ms=self.config.request_timeout_ms)
         else:
             request = DeleteTopicsRequest(topic_names=names,
                                           timeout_ms=self.config.request_timeout_ms)
-        response = self._cluster.call(node, request, version=version)
+        response = self._cluster.call(node, request, version=version, deadline=deadline)
         for topic in response.responses:
             _check(topic.error_code, f"topic {topic.name!r}", topic.error_message)
-        self._wait_for_topics(names, present=False)
+        self._wait_for_topics(names, False, deadline)
 
-    def _wait_for_topics(self, names: list[str], present: bool) -> None:
-        deadline = time.monotonic() + self._timeout
+    def _wait_for_topics(self, names: list[str], present: bool, deadline: float) -> None:
         retries = self.config.retry_backoff()
         attempt = 0
         while True:
-            metadata = self._cluster.refresh(names)
+            metadata = self._cluster.refresh(names, deadline=deadline)
             waiting = [n for n in names if (metadata.topic(n) is None
                        or not all(p.leader >= 0 for p in metadata.topics[n].partitions.values()))
                        == present]
@@ -176,40 +191,45 @@ class Admin:
             if time.monotonic() + backoff > deadline:
                 raise RequestTimeoutError(
                     f"topics {', '.join(waiting)} did not {'appear in' if present else 'leave'}"
-                    f" the metadata within {self.config.request_timeout_ms} ms; check the"
-                    " controller's health")
+                    " the metadata within the call's timeout; check the controller's health,"
+                    " or pass a longer timeout")
             time.sleep(backoff)
 
-    def list_topics(self) -> dict[str, int]:
+    def list_topics(self, timeout: float | None = None) -> dict[str, int]:
         """Every topic and its partition count."""
-        metadata = self._cluster.refresh(all_topics=True)
+        metadata = self._cluster.refresh(all_topics=True, deadline=self._deadline(timeout))
         return {name: info.partition_count for name, info in metadata.topics.items()}
 
     # --- groups --------------------------------------------------------------------------------
 
-    def list_groups(self) -> list[GroupListing]:
+    def list_groups(self, timeout: float | None = None) -> list[GroupListing]:
         """The groups every broker coordinates, sorted by id."""
-        nodes = list(self._cluster.refresh().brokers)
-        futures = [self._cluster.send(node, ListGroupsRequest()) for node in nodes]
+        deadline = self._deadline(timeout)
+        nodes = list(self._cluster.refresh(deadline=deadline).brokers)
+        futures = {node: self._cluster.send(node, ListGroupsRequest(), deadline=deadline)
+                   for node in nodes}
         listings: dict[str, GroupListing] = {}
-        for future in futures:
-            response = future.result(self._timeout + 1)
+        for node, future in futures.items():
+            response = self._wait(future, deadline, f"ListGroups to node {node}")
             check_error(response.error_code)
             for g in response.groups:
                 listings[g.group_id] = GroupListing(g.group_id, g.protocol_type,
                                                     g.group_state or None)
         return [listings[k] for k in sorted(listings)]
 
-    def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+    def describe_groups(self, group_ids: Iterable[str], timeout: float | None = None
+                        ) -> dict[str, GroupDescription]:
         """Describe groups; consumer-protocol members get their topics and partitions decoded."""
+        deadline = self._deadline(timeout)
+
         def split(response: DescribeGroupsResponse, groups: list[str]
                   ) -> dict[str, tuple[int, Any]]:
             return {g.group_id: (g.error_code, g) for g in response.groups}
 
         answers = self._by_coordinator(
-            group_ids, lambda groups: DescribeGroupsRequest(groups=groups), split)
+            group_ids, lambda groups: DescribeGroupsRequest(groups=groups), split, deadline)
         described = {}
-        coordinators = self._cluster.coordinators(answers)
+        coordinators = self._cluster.coordinators(answers, deadline=deadline)
         for group_id, (code, group) in answers.items():
             _check(code, f"group {group_id!r}")
             described[group_id] = GroupDescription(
@@ -219,27 +239,30 @@ class Admin:
                 _node(self._cluster.metadata.broker(coordinators[group_id])))
         return described
 
-    def delete_groups(self, group_ids: Iterable[str]) -> None:
+    def delete_groups(self, group_ids: Iterable[str], timeout: float | None = None) -> None:
         """Delete empty groups and their committed offsets."""
+        deadline = self._deadline(timeout)
+
         def split(response: DeleteGroupsResponse, groups: list[str]
                   ) -> dict[str, tuple[int, Any]]:
             return {r.group_id: (r.error_code, None) for r in response.results}
 
         answers = self._by_coordinator(
-            group_ids, lambda groups: DeleteGroupsRequest(groups_names=groups), split)
+            group_ids, lambda groups: DeleteGroupsRequest(groups_names=groups), split, deadline)
         for group_id, (code, _) in answers.items():
             _check(code, f"group {group_id!r}")
 
-    def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None
-                           ) -> dict[TopicPartition, OffsetAndMetadata]:
+    def list_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None = None,
+                           timeout: float | None = None) -> dict[TopicPartition, OffsetAndMetadata]:
         """A group's committed offsets: of ``partitions``, or of every partition it committed."""
+        deadline = self._deadline(timeout)
         wanted: dict[str, list[int]] | None = None
         if partitions is not None:
             wanted = collections.defaultdict(list)
             for tp in partitions:
                 wanted[tp.topic].append(tp.partition)
-        node = self._cluster.coordinator(group_id)
-        version = self._cluster.api_version(node, ApiKey.OFFSET_FETCH) or 0
+        node = self._cluster.coordinator(group_id, deadline=deadline)
+        version = self._cluster.api_version(node, ApiKey.OFFSET_FETCH, deadline) or 0
         if version >= _GROUPS_ARRAY_VERSION:
             def build(groups: list[str]) -> Request:
                 topics = None if wanted is None else [
@@ -262,7 +285,8 @@ class Admin:
                       ) -> dict[str, tuple[int, Any]]:
                 return {group_id: (response.error_code, response.topics)}
 
-        code, topics = self._by_coordinator([group_id], build, split, version)[group_id]
+        code, topics = self._by_coordinator([group_id], build, split, deadline,
+                                            version)[group_id]
         _check(code, f"group {group_id!r}")
         offsets = {}
         for topic in topics:
@@ -274,13 +298,15 @@ class Admin:
         return offsets
 
     def alter_consumer_group_offsets(
-            self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]) -> None:
+            self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata],
+            timeout: float | None = None) -> None:
         """Set a group's committed offsets, as Java's ``alterConsumerGroupOffsets`` does.
 
         Commits as a non-member (generation -1, no member id), so the coordinator accepts it
         only while the group has no active members (Kafka answers UNKNOWN_MEMBER_ID otherwise).
         Raises the first partition's error, its message naming every partition that failed.
         """
+        deadline = self._deadline(timeout)
         if not offsets:
             raise ConfigError("alter_consumer_group_offsets needs at least one partition")
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
@@ -300,18 +326,20 @@ class Admin:
                   ) -> dict[str, tuple[int, Any]]:
             return {group_id: (_retry_code(response.topics), response.topics)}
 
-        code, topics = self._by_coordinator([group_id], lambda groups: request, split)[group_id]
+        code, topics = self._by_coordinator([group_id], lambda groups: request, split,
+                                            deadline)[group_id]
         _check(code, f"group {group_id!r}")
         _check_partitions(topics, f"group {group_id!r}")
 
-    def delete_consumer_group_offsets(self, group_id: str,
-                                      partitions: Iterable[TopicPartition]) -> None:
+    def delete_consumer_group_offsets(self, group_id: str, partitions: Iterable[TopicPartition],
+                                      timeout: float | None = None) -> None:
         """Delete a group's committed offsets for ``partitions`` (OffsetDelete, API 47), as
         Java's ``deleteConsumerGroupOffsets`` does.
 
         The coordinator refuses partitions of topics the group's members still subscribe to
         (GroupSubscribedToTopicError). Brokers without the API raise UnsupportedVersionError.
         """
+        deadline = self._deadline(timeout)
         by_topic: dict[str, list[OffsetDeleteRequestPartition]] = collections.defaultdict(list)
         for tp in partitions:
             by_topic[tp[0]].append(OffsetDeleteRequestPartition(partition_index=tp[1]))
@@ -326,33 +354,34 @@ class Admin:
             return {group_id: (response.error_code or _retry_code(response.topics),
                                response.topics)}
 
-        code, topics = self._by_coordinator([group_id], lambda groups: request, split)[group_id]
+        code, topics = self._by_coordinator([group_id], lambda groups: request, split,
+                                            deadline)[group_id]
         _check(code, f"group {group_id!r}")
         _check_partitions(topics, f"group {group_id!r}")
 
     def _by_coordinator(self, group_ids: Iterable[str], build: Callable[[list[str]], Request],
-                        split: Split[_Answer], version: int | None = None
+                        split: Split[_Answer], deadline: float, version: int | None = None
                         ) -> dict[str, tuple[int, Any]]:
         """Send ``build(groups)`` to each coordinator for its groups, retrying groups whose
         coordinator moved or is loading; returns each group's (error code, answer part)."""
         pending = list(dict.fromkeys(group_ids))
         answers: dict[str, tuple[int, Any]] = {}
-        deadline = time.monotonic() + self._timeout
         retries = self.config.retry_backoff()
         attempt = 0
         last: BaseException | None = None
         while pending:
-            coordinators = self._cluster.coordinators(pending)
+            coordinators = self._cluster.coordinators(pending, deadline=deadline)
             by_node: dict[int, list[str]] = collections.defaultdict(list)
             for group_id in pending:
                 by_node[coordinators[group_id]].append(group_id)
-            futures = {node: self._cluster.send(node, build(groups), COORDINATOR, version)
+            futures = {node: self._cluster.send(node, build(groups), COORDINATOR, version,
+                                                deadline=deadline)
                        for node, groups in by_node.items()}
             retry: list[str] = []
             for node, future in futures.items():
                 groups = by_node[node]
                 try:
-                    response = future.result(self._timeout + 1)
+                    response = self._wait(future, deadline, f"the coordinator (node {node})")
                 except (KafkaConnectionError, RequestTimeoutError) as exc:
                     last = exc
                     retry += groups
@@ -374,16 +403,18 @@ class Admin:
                 if time.monotonic() + backoff > deadline:
                     raise RequestTimeoutError(
                         f"groups {', '.join(pending)} got no answer from their coordinator "
-                        f"within {self.config.request_timeout_ms} ms (last error: {last})")
+                        f"within the call's timeout (last error: {last}); check the brokers,"
+                        " or pass a longer timeout")
                 time.sleep(backoff)
         return answers
 
     # --- offsets -------------------------------------------------------------------------------
 
-    def list_offsets(self, specs: Mapping[TopicPartition, str | int]
-                     ) -> dict[TopicPartition, ListedOffset]:
+    def list_offsets(self, specs: Mapping[TopicPartition, str | int],
+                     timeout: float | None = None) -> dict[TopicPartition, ListedOffset]:
         """Offsets per partition for a spec: "earliest", "latest" or a timestamp in ms
         (the first offset whose timestamp is at least it; -1 if none)."""
+        deadline = self._deadline(timeout)
         wanted: dict[TopicPartition, int] = {}
         for tp, spec in specs.items():
             if isinstance(spec, str) and spec in _SPECS:
@@ -393,13 +424,12 @@ class Admin:
             else:
                 raise ConfigError(f"offset spec for {tp} must be 'earliest', 'latest' or a "
                                   f"timestamp in ms >= 0, not {spec!r}")
-        self._cluster.refresh({tp.topic for tp in wanted})
+        self._cluster.refresh({tp.topic for tp in wanted}, deadline=deadline)
         results: dict[TopicPartition, ListedOffset] = {}
-        deadline = time.monotonic() + self._timeout
         retries = self.config.retry_backoff()
         attempt = 0
         while wanted:
-            retry, last = self._list_offsets_once(wanted, results)
+            retry, last = self._list_offsets_once(wanted, results, deadline)
             wanted = {tp: wanted[tp] for tp in retry}
             if wanted:
                 attempt += 1
@@ -407,10 +437,11 @@ class Admin:
                 if time.monotonic() + backoff > deadline:
                     raise last
                 time.sleep(backoff)
-                self._cluster.refresh()
+                self._cluster.refresh(deadline=deadline)
         return results
 
-    def log_end_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+    def log_end_offsets(self, partitions: Iterable[TopicPartition],
+                        timeout: float | None = None) -> dict[TopicPartition, int]:
         """Each partition's log end: the high watermark, where a consumer that read everything
         stands. Lag is measured against it.
 
@@ -419,8 +450,10 @@ class Admin:
         holds several batches), so the answer is checked with a Fetch from that offset: every
         broker reports the true high watermark on Fetch, and the larger figure wins.
         """
+        deadline = self._deadline(timeout)
         wanted = list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
-        listed = self.list_offsets({tp: "latest" for tp in wanted})
+        listed = self.list_offsets({tp: "latest" for tp in wanted},
+                                   max(0.001, deadline - time.monotonic()))
         ends = {tp: listed[tp].offset for tp in wanted}
         metadata = self._cluster.metadata
         by_leader: dict[int, dict[str, list[FetchRequestPartition]]] = \
@@ -433,7 +466,7 @@ class Admin:
                     partition_max_bytes=1))
         futures = {}
         for node, topics in by_leader.items():
-            version = self._cluster.api_version(node, ApiKey.FETCH)
+            version = self._cluster.api_version(node, ApiKey.FETCH, deadline)
             if version is None:
                 continue
             ids = {t: (info.topic_id if (info := metadata.topic(t)) else NULL_UUID)
@@ -447,9 +480,10 @@ class Admin:
                 max_wait_ms=10, min_bytes=0, max_bytes=1, session_id=0, session_epoch=-1,
                 topics=[FetchRequestTopic(topic=t, topic_id=ids[t], partitions=p)
                         for t, p in topics.items()], forgotten_topics_data=[])
-            futures[node] = (names, version, self._cluster.send(node, request, version=version))
-        for names, version, future in futures.values():
-            response: FetchResponse = future.result(self._timeout + 1)
+            futures[node] = (names, version, self._cluster.send(node, request, version=version,
+                                                                deadline=deadline))
+        for node, (names, version, future) in futures.items():
+            response: FetchResponse = self._wait(future, deadline, f"Fetch to node {node}")
             check_error(response.error_code)
             for topic in response.responses:
                 name = names.get(topic.topic_id if version >= _FETCH_TOPIC_IDS else topic.topic)
@@ -461,7 +495,7 @@ class Admin:
         return ends
 
     def _list_offsets_once(self, wanted: dict[TopicPartition, int],
-                           results: dict[TopicPartition, ListedOffset]
+                           results: dict[TopicPartition, ListedOffset], deadline: float
                            ) -> tuple[list[TopicPartition], GroupkitError]:
         metadata = self._cluster.metadata
         by_leader: dict[int, dict[str, list[ListOffsetsRequestPartition]]] = \
@@ -481,11 +515,11 @@ class Admin:
                 partition_index=tp.partition, timestamp=timestamp))
         futures = {node: self._cluster.send(node, ListOffsetsRequest(
             replica_id=-1, topics=[ListOffsetsRequestTopic(name=t, partitions=p)
-                                   for t, p in topics.items()]))
+                                   for t, p in topics.items()]), deadline=deadline)
             for node, topics in by_leader.items()}
         for node, future in futures.items():
             try:
-                response = future.result(self._timeout + 1)
+                response = self._wait(future, deadline, f"ListOffsets to node {node}")
             except (KafkaConnectionError, RequestTimeoutError) as exc:
                 last = exc
                 retry += [TopicPartition(t, p.partition_index)

@@ -140,6 +140,14 @@ class ClientConfig:
 
 
 @attrs.frozen(kw_only=True)
+class AdminConfig(ClientConfig):
+    """Settings of an Admin client: Java's AdminClient bounds each call by
+    ``default.api.timeout.ms`` unless the call is given its own timeout."""
+
+    default_api_timeout_ms: int = attrs.field(default=60000, validator=_at_least(1))
+
+
+@attrs.frozen(kw_only=True)
 class ConsumerConfig(ClientConfig):
     """Settings of a Consumer, with the Java consumer's defaults."""
 

@@ -61,8 +61,9 @@ def connection_options() -> argparse.ArgumentParser:
                              " sasl.mechanism, sasl.jaas.config, ssl.* (PEM files), client.id,"
                              " request.timeout.ms")
     parent.add_argument("--timeout", type=int, metavar="MS",
-                        help="how long each call may wait for the brokers, in ms (default"
-                             " 30000, or request.timeout.ms from --command-config)")
+                        help="how long each call may wait for the brokers, in ms (default:"
+                             " 60000 per call, 30000 per request, or default.api.timeout.ms and"
+                             " request.timeout.ms from --command-config)")
     parent.add_argument("--debug", action="store_true",
                         help="log the client's debug lines and show tracebacks of errors")
     return parent
@@ -88,7 +89,8 @@ def admin_settings(args: argparse.Namespace) -> dict[str, Any]:
     if args.timeout is not None:
         if args.timeout < 1:
             raise UsageError(f"--timeout takes milliseconds > 0, not {args.timeout}")
-        settings["request_timeout_ms"] = args.timeout
+        # Each whole call and each request in it, as kafka-consumer-groups.sh's --timeout.
+        settings["request_timeout_ms"] = settings["default_api_timeout_ms"] = args.timeout
     return settings
 
 

@@ -34,6 +34,7 @@ _DIRECT = {
 }
 _INTEGERS = {
     "request.timeout.ms": "request_timeout_ms",
+    "default.api.timeout.ms": "default_api_timeout_ms",
     "socket.connection.setup.timeout.ms": "socket_connection_setup_timeout_ms",
     "retry.backoff.ms": "retry_backoff_ms",
 }

@@ -70,6 +70,7 @@ def test_bootstrap_comes_from_the_flag_then_the_environment_then_the_file(
     assert admin_settings(args) == {"bootstrap_servers": "file:1", "client_id": "c"}
     args.timeout = 2500
     assert admin_settings(args)["request_timeout_ms"] == 2500
+    assert admin_settings(args)["default_api_timeout_ms"] == 2500
     args.timeout = 0
     with pytest.raises(UsageError, match="--timeout"):
         admin_settings(args)

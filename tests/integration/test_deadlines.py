@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from assignors import TopicPartition
+from groupkit.admin import Admin
 from groupkit.consumer import Consumer
 from groupkit.errors import GroupkitError, RequestTimeoutError
 from groupkit.producer import Producer
@@ -124,3 +125,33 @@ def test_poll_keeps_its_timeout_across_auto_commits_when_the_broker_fails(
     assert slowest < 0.5 + SLACK, slowest
     took, outcome = timed(lambda: consumer.close(timeout=2))
     assert took < 2 + SLACK and outcome is None, (took, outcome)
+
+
+@pytest.mark.parametrize("kind", ["killed", "stopped"])
+def test_admin_calls_keep_their_deadline_when_the_broker_fails(
+        broker: LocalBroker, unique_name: Callable[[str], str], kind: str) -> None:
+    # request_timeout_ms stays at its 30 s default: only the call's timeout can end these.
+    topic = unique_name("deadline")
+    consumer = joined_consumer(broker, topic)
+    consumer.close(timeout=10)
+    admin = Admin(bootstrap_servers=broker.bootstrap_servers)
+    tp = TopicPartition(topic, 0)
+    calls: dict[str, Callable[[], Any]] = {
+        "describe_groups": lambda: admin.describe_groups([f"g-{topic}"], timeout=2),
+        "list_group_offsets": lambda: admin.list_group_offsets(f"g-{topic}", timeout=2),
+        "list_groups": lambda: admin.list_groups(timeout=2),
+        "list_offsets": lambda: admin.list_offsets({tp: "latest"}, timeout=2),
+        "log_end_offsets": lambda: admin.log_end_offsets([tp], timeout=2),
+        "alter_consumer_group_offsets": lambda: admin.alter_consumer_group_offsets(
+            f"g-{topic}", {tp: 1}, timeout=2),
+        "create_topics": lambda: admin.create_topics([unique_name("new")], timeout=2),
+    }
+    # A frozen broker leaves only the deadline; a dead one may be named sooner.
+    expected = RequestTimeoutError if kind == "stopped" else GroupkitError
+    try:
+        fault(broker, kind)
+        for name, call in calls.items():
+            took, outcome = timed(call)
+            assert took < 2 + SLACK and isinstance(outcome, expected), (name, took, outcome)
+    finally:
+        admin.close()
