@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -78,7 +77,7 @@ from groupkit.protocol.messages.offset_fetch import (
 )
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import Request, Response
-from groupkit.runtime.cluster import COORDINATOR, Cluster, wait_for
+from groupkit.runtime.cluster import COORDINATOR, Cluster
 from groupkit.runtime.metadata import BrokerInfo
 from groupkit.values import OffsetAndMetadata
 
@@ -119,11 +118,6 @@ class Admin:
         elif isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise ConfigError(f"timeout must be a number of seconds > 0, not {timeout!r}")
         return time.monotonic() + timeout
-
-    def _wait(self, future: Future[Any], deadline: float, what: str) -> Any:
-        """The answer of ``future``: within the request timeout and what is left of the call."""
-        left = min(self.config.request_timeout_ms / 1000 + 1, deadline - time.monotonic())
-        return wait_for(future, max(0.0, left), what)
 
     def _controller(self, deadline: float) -> int:
         controller = self._cluster.metadata.controller_id
@@ -210,7 +204,7 @@ class Admin:
                    for node in nodes}
         listings: dict[str, GroupListing] = {}
         for node, future in futures.items():
-            response = self._wait(future, deadline, f"ListGroups to node {node}")
+            response = self._cluster.answer(future, deadline, f"ListGroups to node {node}")
             check_error(response.error_code)
             for g in response.groups:
                 listings[g.group_id] = GroupListing(g.group_id, g.protocol_type,
@@ -381,7 +375,7 @@ class Admin:
             for node, future in futures.items():
                 groups = by_node[node]
                 try:
-                    response = self._wait(future, deadline, f"the coordinator (node {node})")
+                    response = self._cluster.answer(future, deadline, f"the coordinator (node {node})")
                 except (KafkaConnectionError, RequestTimeoutError) as exc:
                     last = exc
                     retry += groups
@@ -414,7 +408,10 @@ class Admin:
                      timeout: float | None = None) -> dict[TopicPartition, ListedOffset]:
         """Offsets per partition for a spec: "earliest", "latest" or a timestamp in ms
         (the first offset whose timestamp is at least it; -1 if none)."""
-        deadline = self._deadline(timeout)
+        return self._list_offsets(specs, self._deadline(timeout))
+
+    def _list_offsets(self, specs: Mapping[TopicPartition, str | int], deadline: float
+                      ) -> dict[TopicPartition, ListedOffset]:
         wanted: dict[TopicPartition, int] = {}
         for tp, spec in specs.items():
             if isinstance(spec, str) and spec in _SPECS:
@@ -452,8 +449,7 @@ class Admin:
         """
         deadline = self._deadline(timeout)
         wanted = list(dict.fromkeys(TopicPartition(*tp) for tp in partitions))
-        listed = self.list_offsets({tp: "latest" for tp in wanted},
-                                   max(0.001, deadline - time.monotonic()))
+        listed = self._list_offsets({tp: "latest" for tp in wanted}, deadline)
         ends = {tp: listed[tp].offset for tp in wanted}
         metadata = self._cluster.metadata
         by_leader: dict[int, dict[str, list[FetchRequestPartition]]] = \
@@ -483,7 +479,7 @@ class Admin:
             futures[node] = (names, version, self._cluster.send(node, request, version=version,
                                                                 deadline=deadline))
         for node, (names, version, future) in futures.items():
-            response: FetchResponse = self._wait(future, deadline, f"Fetch to node {node}")
+            response: FetchResponse = self._cluster.answer(future, deadline, f"Fetch to node {node}")
             check_error(response.error_code)
             for topic in response.responses:
                 name = names.get(topic.topic_id if version >= _FETCH_TOPIC_IDS else topic.topic)
@@ -519,7 +515,7 @@ class Admin:
             for node, topics in by_leader.items()}
         for node, future in futures.items():
             try:
-                response = self._wait(future, deadline, f"ListOffsets to node {node}")
+                response = self._cluster.answer(future, deadline, f"ListOffsets to node {node}")
             except (KafkaConnectionError, RequestTimeoutError) as exc:
                 last = exc
                 retry += [TopicPartition(t, p.partition_index)

@@ -166,8 +166,13 @@ class Cluster:
              version: int | None = None, deadline: float | None = None) -> Any:
         """Send and wait for the response, bounded by the request timeout and ``deadline``
         (a ``time.monotonic()`` value: the caller's, connecting included)."""
-        return wait_for(self.send(node_id, request, purpose, version, deadline=deadline),
-                        self._wait_s(deadline), f"{type(request).__name__} to node {node_id}")
+        return self.answer(self.send(node_id, request, purpose, version, deadline=deadline),
+                           deadline, f"{type(request).__name__} to node {node_id}")
+
+    def answer(self, future: Future[Any], deadline: float | None, what: str) -> Any:
+        """The answer of a sent request, waited for within the request timeout and ``deadline``;
+        a RequestTimeoutError naming ``what`` when it is not there in time."""
+        return wait_for(future, self._wait_s(deadline), what)
 
     def _wait_s(self, deadline: float | None) -> float:
         """How long to wait for an answer: the request timeout (and a margin, the connection's
@@ -426,8 +431,7 @@ class Cluster:
                                 version=version, deadline=deadline) for k in keys}
         answers: dict[str, BrokerInfo | BaseException] = {}
         for k, future in futures.items():
-            r: FindCoordinatorResponse = wait_for(future, self._wait_s(deadline),
-                                                  "FindCoordinator")
+            r: FindCoordinatorResponse = self.answer(future, deadline, "FindCoordinator")
             answers[k] = _coordinator_answer(r.error_code, r.error_message, r.node_id, r.host,
                                              r.port)
         return answers
