@@ -28,6 +28,11 @@ class Terminal:
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: the pty is its controlling terminal
+            # As a shell starts a command typed at its prompt: SIGINT handled by default and
+            # not blocked, whatever the test process inherited (an ignored signal survives
+            # exec, and then Python never turns Ctrl-C into KeyboardInterrupt).
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execve(argv[0], argv, env)
         self.raw = b""
 
@@ -125,6 +130,24 @@ def test_watch_shows_a_failed_refresh_and_keeps_going(unique_name, terminal,
     os.write(term.fd, b"\x03")
     assert term.exit_status() == 0
     assert "Traceback" not in term.screen
+
+
+def test_ctrl_c_reaches_the_command_even_when_the_test_process_ignores_sigint(
+        terminal) -> None:
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        term = terminal("apis")  # any command; it is the harness under test here
+        term.exit_status()
+        sleeper = Terminal([sys.executable, "-c", "import time; print('ready', flush=True);"
+                            " time.sleep(60)"], {"PATH": os.environ.get("PATH", "")})
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        sleeper.wait_for("ready")
+        os.write(sleeper.fd, b"\x03")
+        assert sleeper.exit_status(timeout=10) != 0
+    finally:
+        sleeper.close()
 
 
 def test_watch_needs_a_positive_period(kafka_broker, capsys) -> None:
