@@ -214,8 +214,16 @@ def run_demo(partitions: int = 6, rate: float = 200.0, out: Callable[[str], None
                 ledger.wait(lambda: produced <= ledger.seen.keys(), wait,
                             "every produced record to be consumed")
             finally:
-                for running in workers.values():
-                    summaries.append(_finish(running, wait))
+                # One at a time, each after the rest hold every partition again: a worker that
+                # stops while the group rebalances cannot commit its last positions (the
+                # coordinator refuses commits of a generation that is ending).
+                remaining = list(workers)
+                for name in list(workers):
+                    summaries.append(_finish(workers[name], wait))
+                    remaining.remove(name)
+                    if remaining:
+                        ledger.wait(lambda: ledger.covered_by(remaining, partitions), wait,
+                                    "the remaining workers to hold every partition")
         with ledger.lock:
             consumed = sum(ledger.seen.values())
             duplicates = consumed - len(ledger.seen)
