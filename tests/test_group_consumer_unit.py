@@ -44,7 +44,8 @@ class ScriptedConsumer:
         self.log: list[tuple[str, Any]] = []
         self.closed = False
         self.held: set[TopicPartition] = set()
-        type(self).last = self
+        # On the base class, so that a test's subclass of it is found by on_revoked/commits().
+        ScriptedConsumer.last = self
 
     def brokers_answered(self) -> bool:
         return True
@@ -82,6 +83,8 @@ def play(monkeypatch: pytest.MonkeyPatch) -> Callable[..., ScriptedConsumer]:
         monkeypatch.setattr(ScriptedConsumer, "script", list(steps))
         return ScriptedConsumer
 
+    # Each test starts with no consumer of an earlier test's left in ``last``.
+    monkeypatch.setattr(ScriptedConsumer, "last", None)
     monkeypatch.setattr(module, "Consumer", ScriptedConsumer)
     return setup
 
