@@ -1,4 +1,4 @@
-"""Build hook: the optional C record reader (groupkit/protocol/_native.c).
+"""Build hook: the optional C record loops and producer accumulator (groupkit/protocol/_native.c).
 
 Everything else is declared in pyproject.toml. The extension is ``optional``: where there is
 no C compiler or no Python headers, setuptools warns and installs groupkit without it, and

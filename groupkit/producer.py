@@ -1,7 +1,8 @@
 """Producer: send records to topics, batched per partition by a background sender thread.
 
 ``send()`` picks the partition (murmur2 of the key, Java-compatible; sticky for null keys),
-appends the record to that partition's open batch and returns a future at once. The sender
+appends the record to that partition's open batch and returns a future at once; the common
+record takes one call into the accumulator (groupkit/runtime/accumulator.py, in C when built). The sender
 thread closes batches when they reach ``batch_size`` or ``linger_ms``, groups them by leader
 into Produce requests (at most ``max_in_flight_requests_per_connection`` per broker), retries
 retriable errors after refreshing metadata, and fails batches after ``delivery_timeout_ms``.
@@ -35,6 +36,7 @@ from groupkit.protocol.messages.produce import (
     ProduceRequestTopic,
     ProduceResponse,
 )
+from groupkit.runtime.accumulator import make_accumulator
 from groupkit.runtime.batches import Batch, RecordMetadata
 from groupkit.runtime.cluster import Cluster
 
@@ -90,9 +92,11 @@ class Producer:
         self._in_flight: dict[int, int] = collections.defaultdict(int)
         self._partitions: dict[str, tuple[int, list[int]]] = {}
         self._outcomes: list[tuple[Batch, tuple[int, int] | BaseException]] = []
-        self._buffered = 0
+        # The common send() in one call (C when built), and the bytes queued (``buffered``).
+        self._acc = make_accumulator(self._lock, self._partitions, self._sticky_now, self._open,
+                                     self.config.batch_size, self.config.buffer_memory)
+        self._append = self._acc.append
         self._flushing = 0
-        self._closing = False
         self._closed = False
         self._sender = threading.Thread(target=self._run, name="groupkit-producer-sender",
                                         daemon=True)
@@ -108,7 +112,16 @@ class Producer:
         Blocks only to learn a new topic's partitions (up to ``max_block_ms``) or while
         ``buffer_memory`` is full. Bytes only: encode values and keys before sending.
         """
-        if self._closing:
+        future = self._append(topic, value, key, partition, headers, timestamp_ms)
+        if future is None:
+            return self._send(topic, value, key, partition, headers, timestamp_ms)
+        return future
+
+    def _send(self, topic: str, value: bytes | None, key: bytes | None, partition: int | None,
+              headers: list[tuple[str, bytes | None]] | None,
+              timestamp_ms: int | None) -> Future[RecordMetadata]:
+        """send() for every record: the accumulator's fast path takes only the common ones."""
+        if self._acc.closing:
             raise IllegalStateError("send() after close(); create a new Producer")
         if value is not None and value.__class__ is not bytes and not isinstance(value, _BYTES):
             raise ConfigError(f"value must be bytes or None, not {type(value).__name__}: "
@@ -134,7 +147,7 @@ class Producer:
             timestamp_ms = time.time_ns() // 1_000_000
         elif not isinstance(timestamp_ms, int) or isinstance(timestamp_ms, bool):
             raise ConfigError(f"timestamp_ms must be an int of milliseconds, not {timestamp_ms!r}")
-        if self._buffered + size > self.config.buffer_memory:
+        if self._acc.buffered + size > self.config.buffer_memory:
             self._wait_for_space(size)
         with self._lock:
             if partition is None:
@@ -150,7 +163,7 @@ class Producer:
             if batch is None or batch.size + size > self.config.batch_size:
                 batch = self._new_batch(tp, batch)
             future = batch.append((key, value, headers, timestamp_ms), size)
-            self._buffered += size
+            self._acc.buffered += size
             if batch.size >= self.config.batch_size:
                 self._seal(tp, batch)
         return future
@@ -216,7 +229,7 @@ class Producer:
     def _wait_for_space(self, size: int) -> None:
         deadline = time.monotonic() + self.config.max_block_ms / 1000
         with self._lock:
-            while self._buffered + size > self.config.buffer_memory and self._buffered:
+            while self._acc.buffered + size > self.config.buffer_memory and self._acc.buffered:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise RequestTimeoutError(
@@ -269,7 +282,7 @@ class Producer:
         if self._closed:
             return
         deadline = None if timeout is None else time.monotonic() + timeout
-        self._closing = True
+        self._acc.closing = True
         try:
             self.flush(timeout)
         except RequestTimeoutError:
@@ -463,7 +476,7 @@ class Producer:
         call ``send()``.
         """
         self._incomplete.discard(batch)
-        self._buffered -= batch.size
+        self._acc.buffered -= batch.size
         batch.encoded = None
         self._space.notify_all()
         self._outcomes.append((batch, outcome))

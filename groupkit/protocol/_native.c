@@ -1,5 +1,6 @@
 /* The record-batch v2 record loops in C: reading (varints, keys, values, headers and record
- * objects) and writing (a producer's rows as record bytes), and their CRC-32C.
+ * objects) and writing (a producer's rows as record bytes), and their CRC-32C; and the
+ * producer's accumulator (send()'s common case, at the end of this file).
  *
  * groupkit.protocol.records calls read_records() once per batch, after it has checked the
  * batch header, its CRC and decompressed it; this file only turns the records' bytes into
@@ -28,6 +29,7 @@
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* Record's fields in the order read_records sets them; the sourced subclass adds two. */
 static const char *const FIELD_NAMES[] = {
@@ -871,11 +873,469 @@ crc32c_table(PyObject *module, PyObject *arg)
     return PyLong_FromUnsignedLong(c ^ 0xFFFFFFFFu);
 }
 
+/* ------------------------------------------------------------------ producer accumulator */
+
+/* Producer.send()'s common case in one call: the record's topic is known, its partition's
+ * batch is open with room to spare and buffer_memory has room. Accumulator.append does then
+ * what Producer._send_slow does (groupkit/runtime/accumulator.py has the same in Python, the
+ * reference both are tested against), holding the producer's lock as that does, and answers
+ * None for every other record, which the Python path then takes from the start. It never
+ * raises for a bad argument: the Python path names the error.
+ *
+ * It holds the producer's lock (a threading.Lock, through its acquire and release methods)
+ * rather than relying on the GIL: allocating may run the cyclic collector and so finalizers
+ * that let other threads run, and the sender thread changes the same dicts and batches under
+ * that lock. Everything read or written below between acquire and release is changed by other
+ * threads only under the lock, except ``partitions`` (written by Producer._learn_topic without
+ * it), whose partition count is read before the lock and kept as a C integer. */
+
+#define RECORD_OVERHEAD 16
+
+/* Murmur2 as the Java client computes it (Utils.murmur2), as an unsigned 32-bit value. */
+static uint32_t
+murmur2_hash(const unsigned char *data, Py_ssize_t length)
+{
+    const uint32_t m = 0x5BD1E995u;
+    uint32_t h = 0x9747B28Cu ^ (uint32_t)length;
+    Py_ssize_t whole = length & ~(Py_ssize_t)3;
+    for (Py_ssize_t i = 0; i < whole; i += 4) {
+        uint32_t k = (uint32_t)data[i] | (uint32_t)data[i + 1] << 8
+                     | (uint32_t)data[i + 2] << 16 | (uint32_t)data[i + 3] << 24;
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h = (h * m) ^ k;
+    }
+    switch (length & 3) {
+    case 3:
+        h ^= (uint32_t)data[whole + 2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)data[whole + 1] << 8;
+        /* fall through */
+    case 1:
+        h ^= data[whole];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return h;
+}
+
+PyDoc_STRVAR(murmur2_doc,
+"murmur2(data) -> int\n\nKafka's murmur2 of ``data`` (bytes), as a signed 32-bit int.");
+
+static PyObject *
+murmur2(PyObject *module, PyObject *arg)
+{
+    if (!PyBytes_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "murmur2 takes bytes, not %.100s", Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    uint32_t h = murmur2_hash((const unsigned char *)PyBytes_AS_STRING(arg),
+                              PyBytes_GET_SIZE(arg));
+    return PyLong_FromLong((long)(int32_t)h);
+}
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *acquire, *release;       /* the producer lock's bound methods */
+    PyObject *partitions;              /* topic -> (partition count, available partitions) */
+    PyObject *sticky;                  /* topic -> its sticky partition (null keys) */
+    PyObject *open;                    /* (topic, partition) -> its open Batch */
+    PyObject *tp_key;                  /* the last (topic, partition) looked up in open */
+    Py_ssize_t tp_partition;           /* its partition */
+    PyTypeObject *batch_type, *future_type;
+    Py_ssize_t records_at, size_at;    /* slots of Batch.records and Batch.size */
+    Py_ssize_t batch_at, index_at;     /* slots of RecordFuture._record_batch, _record_index */
+    Py_ssize_t batch_size, buffer_memory, buffered;
+    char closing;
+} Accumulator;
+
+/* The offset of the writable object slot ``name`` of ``cls`` or -1 with TypeError set. */
+static Py_ssize_t
+slot_offset(PyTypeObject *cls, const char *name)
+{
+    PyObject *descr = PyObject_GetAttrString((PyObject *)cls, name);
+    if (descr == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s has no slot %s", cls->tp_name, name);
+        }
+        return -1;
+    }
+    Py_ssize_t at = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        PyTypeObject *owner = ((PyDescrObject *)descr)->d_type;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)
+            && PyType_IsSubtype(cls, owner))
+            at = member->offset;
+    }
+    Py_DECREF(descr);
+    if (at < 0)
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a writable object slot", cls->tp_name, name);
+    return at;
+}
+
+static int
+acc_traverse(Accumulator *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->acquire);
+    Py_VISIT(self->release);
+    Py_VISIT(self->partitions);
+    Py_VISIT(self->sticky);
+    Py_VISIT(self->open);
+    Py_VISIT(self->tp_key);
+    Py_VISIT(self->batch_type);
+    Py_VISIT(self->future_type);
+    return 0;
+}
+
+static int
+acc_clear(Accumulator *self)
+{
+    Py_CLEAR(self->acquire);
+    Py_CLEAR(self->release);
+    Py_CLEAR(self->partitions);
+    Py_CLEAR(self->sticky);
+    Py_CLEAR(self->open);
+    Py_CLEAR(self->tp_key);
+    Py_CLEAR(self->batch_type);
+    Py_CLEAR(self->future_type);
+    return 0;
+}
+
+static void
+acc_dealloc(Accumulator *self)
+{
+    PyObject_GC_UnTrack(self);
+    acc_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+acc_init(Accumulator *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"lock", "partitions", "sticky", "open", "batch_type",
+                             "future_type", "batch_size", "buffer_memory", NULL};
+    PyObject *lock, *partitions, *sticky, *open, *batch_type, *future_type;
+    Py_ssize_t batch_size, buffer_memory;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!O!O!O!nn:Accumulator", kwlist, &lock,
+                                     &PyDict_Type, &partitions, &PyDict_Type, &sticky,
+                                     &PyDict_Type, &open, &PyType_Type, &batch_type,
+                                     &PyType_Type, &future_type, &batch_size, &buffer_memory))
+        return -1;
+    PyTypeObject *batch_cls = (PyTypeObject *)batch_type, *future_cls = (PyTypeObject *)future_type;
+    /* Futures are made as object.__new__ makes them, without __init__ (see RecordFuture). */
+    if (future_cls->tp_new != PyBaseObject_Type.tp_new) {
+        PyErr_Format(PyExc_TypeError, "%s defines __new__", future_cls->tp_name);
+        return -1;
+    }
+    Py_ssize_t records_at = slot_offset(batch_cls, "records");
+    Py_ssize_t size_at = records_at < 0 ? -1 : slot_offset(batch_cls, "size");
+    Py_ssize_t batch_at = size_at < 0 ? -1 : slot_offset(future_cls, "_record_batch");
+    Py_ssize_t index_at = batch_at < 0 ? -1 : slot_offset(future_cls, "_record_index");
+    if (index_at < 0)
+        return -1;
+    PyObject *acquire = PyObject_GetAttrString(lock, "acquire");
+    PyObject *release = acquire == NULL ? NULL : PyObject_GetAttrString(lock, "release");
+    if (release == NULL) {
+        Py_XDECREF(acquire);
+        return -1;
+    }
+    acc_clear(self);
+    self->acquire = acquire;
+    self->release = release;
+    self->partitions = Py_NewRef(partitions);
+    self->sticky = Py_NewRef(sticky);
+    self->open = Py_NewRef(open);
+    self->batch_type = (PyTypeObject *)Py_NewRef(batch_type);
+    self->future_type = (PyTypeObject *)Py_NewRef(future_type);
+    self->records_at = records_at;
+    self->size_at = size_at;
+    self->batch_at = batch_at;
+    self->index_at = index_at;
+    self->batch_size = batch_size;
+    self->buffer_memory = buffer_memory;
+    self->buffered = 0;
+    self->closing = 0;
+    return 0;
+}
+
+/* The bytes ``headers`` (a list of (str, bytes or None)) add to a record's size, as
+ * Producer's _headers_size counts them; -1 for anything else (the Python path checks it). */
+static Py_ssize_t
+headers_size(PyObject *headers)
+{
+    Py_ssize_t size = 0, n = PyList_GET_SIZE(headers);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(headers, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2)
+            return -1;
+        PyObject *name = PyTuple_GET_ITEM(pair, 0), *value = PyTuple_GET_ITEM(pair, 1);
+        if (!PyUnicode_CheckExact(name))
+            return -1;
+        size += PyUnicode_GET_LENGTH(name) + 4;
+        if (PyBytes_CheckExact(value))
+            size += PyBytes_GET_SIZE(value);
+        else if (value != Py_None)
+            return -1;
+    }
+    return size;
+}
+
+/* Milliseconds since the epoch, as time.time_ns() // 1_000_000. */
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    if (timespec_get(&ts, TIME_UTC) != TIME_UTC)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Append the record to its open batch with the lock held; 1 done, 0 declined, -1 error. */
+static int
+acc_append_locked(Accumulator *self, PyObject *topic, Py_ssize_t partition, PyObject *key,
+                  Py_ssize_t count, Py_ssize_t size, PyObject *row, PyObject *future)
+{
+    if (partition < 0 && key != Py_None) {
+        uint32_t h = murmur2_hash((const unsigned char *)PyBytes_AS_STRING(key),
+                                  PyBytes_GET_SIZE(key));
+        partition = (Py_ssize_t)((h & 0x7FFFFFFFu) % (uint32_t)count);
+    }
+    else if (partition < 0) {
+        PyObject *sticky = PyDict_GetItemWithError(self->sticky, topic);
+        if (sticky == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        if (!PyLong_CheckExact(sticky))
+            return 0;
+        partition = PyLong_AsSsize_t(sticky);
+        if (partition < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    /* The (topic, partition) key of the open batch; the last one is kept, as a producer
+     * mostly sends to one topic and, without keys, one partition per batch. */
+    PyObject *tp = self->tp_key;
+    if (tp == NULL || PyTuple_GET_ITEM(tp, 0) != topic || self->tp_partition != partition) {
+        PyObject *number = PyLong_FromSsize_t(partition);
+        if (number == NULL)
+            return -1;
+        tp = PyTuple_Pack(2, topic, number);
+        Py_DECREF(number);
+        if (tp == NULL)
+            return -1;
+        PyObject_GC_UnTrack(tp);
+        Py_XSETREF(self->tp_key, tp);
+        self->tp_partition = partition;
+    }
+    PyObject *batch = PyDict_GetItemWithError(self->open, tp);
+    if (batch == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!Py_IS_TYPE(batch, self->batch_type))
+        return 0;
+    PyObject *records = SLOT(batch, self->records_at), *held = SLOT(batch, self->size_at);
+    if (records == NULL || !PyList_CheckExact(records) || held == NULL
+        || !PyLong_CheckExact(held))
+        return 0;
+    Py_ssize_t batch_bytes = PyLong_AsSsize_t(held);
+    if (batch_bytes == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    /* A record that fills the batch is left to the Python path, which seals the batch. */
+    if (batch_bytes < 0 || batch_bytes + size >= self->batch_size
+        || self->buffered + size > self->buffer_memory)
+        return 0;
+    PyObject *index = PyLong_FromSsize_t(PyList_GET_SIZE(records));
+    PyObject *grown = index == NULL ? NULL : PyLong_FromSsize_t(batch_bytes + size);
+    if (grown == NULL || PyList_Append(records, row) < 0) {
+        Py_XDECREF(index);
+        Py_XDECREF(grown);
+        return -1;
+    }
+    /* From here on nothing can fail: the record is in. */
+    Py_XSETREF(SLOT(batch, self->size_at), grown);
+    self->buffered += size;
+    SLOT(future, self->batch_at) = Py_NewRef(batch);
+    SLOT(future, self->index_at) = index;
+    return 1;
+}
+
+PyDoc_STRVAR(acc_append_doc,
+"append(topic, value, key, partition, headers, timestamp_ms) -> RecordFuture | None\n\n"
+"Append the record to its partition's open batch and return its future, or None when the\n"
+"record needs Producer's Python path (see groupkit.runtime.accumulator).");
+
+static PyObject *
+acc_append(Accumulator *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "append takes 6 arguments, not %zd", nargs);
+        return NULL;
+    }
+    PyObject *topic = args[0], *value = args[1], *key = args[2], *partition_obj = args[3];
+    PyObject *headers = args[4], *timestamp = args[5];
+    if (self->closing || !PyUnicode_CheckExact(topic) || self->acquire == NULL)
+        Py_RETURN_NONE;
+    Py_ssize_t size = RECORD_OVERHEAD;
+    if (value != Py_None) {
+        if (!PyBytes_CheckExact(value))
+            Py_RETURN_NONE;
+        size += PyBytes_GET_SIZE(value);
+    }
+    if (key != Py_None) {
+        if (!PyBytes_CheckExact(key))
+            Py_RETURN_NONE;
+        size += PyBytes_GET_SIZE(key);
+    }
+    if (headers != Py_None) {
+        if (!PyList_CheckExact(headers))
+            Py_RETURN_NONE;
+        Py_ssize_t extra = headers_size(headers);
+        if (extra < 0)
+            Py_RETURN_NONE;
+        size += extra;
+    }
+    int64_t ts = 0;
+    if (timestamp != Py_None) {
+        if (!PyLong_CheckExact(timestamp))
+            Py_RETURN_NONE;
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(timestamp, &overflow);
+        if (overflow || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        ts = v;
+    }
+    /* The partition count, read before anything can let another thread run. */
+    PyObject *known = PyDict_GetItemWithError(self->partitions, topic);
+    if (known == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (!PyTuple_CheckExact(known) || PyTuple_GET_SIZE(known) != 2
+        || !PyLong_CheckExact(PyTuple_GET_ITEM(known, 0)))
+        Py_RETURN_NONE;
+    Py_ssize_t count = PyLong_AsSsize_t(PyTuple_GET_ITEM(known, 0)), partition = -1;
+    if (count <= 0 || count > 0x7FFFFFFF) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (partition_obj != Py_None) {
+        if (!PyLong_CheckExact(partition_obj))
+            Py_RETURN_NONE;
+        partition = PyLong_AsSsize_t(partition_obj);
+        if (partition == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        if (partition < 0 || partition >= count)
+            Py_RETURN_NONE;
+    }
+    if (self->buffered + size > self->buffer_memory)
+        Py_RETURN_NONE;
+    PyObject *ts_obj = timestamp == Py_None ? NULL : Py_NewRef(timestamp);
+    if (ts_obj == NULL) {
+        ts = now_ms();
+        if (ts < 0)
+            Py_RETURN_NONE;
+        ts_obj = PyLong_FromLongLong(ts);
+        if (ts_obj == NULL)
+            return NULL;
+    }
+    PyObject *row = PyTuple_Pack(4, key, value, headers, ts_obj);
+    Py_DECREF(ts_obj);
+    if (row == NULL)
+        return NULL;
+    /* Without headers a row holds only bytes, None and an int: it cannot be part of a
+     * reference cycle, so the collector need not walk it (it would untrack it later). */
+    if (headers == Py_None)
+        PyObject_GC_UnTrack(row);
+    /* As object.__new__, without __init__ (see RecordFuture); and without even making its
+     * instance dict, as PyType_GenericNew leaves it: it is made on first use. */
+    PyObject *future = PyType_GenericNew(self->future_type, NULL, NULL);
+    if (future == NULL) {
+        Py_DECREF(row);
+        return NULL;
+    }
+    PyObject *got = PyObject_CallNoArgs(self->acquire);
+    if (got == NULL) {
+        Py_DECREF(row);
+        Py_DECREF(future);
+        return NULL;
+    }
+    Py_DECREF(got);
+    int done = acc_append_locked(self, topic, partition, key, count, size, row, future);
+    PyObject *type = NULL, *exc = NULL, *tb = NULL;
+    if (done < 0)
+        PyErr_Fetch(&type, &exc, &tb);
+    PyObject *released = PyObject_CallNoArgs(self->release);
+    Py_DECREF(row);
+    if (released == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+        Py_DECREF(future);
+        return NULL;
+    }
+    Py_DECREF(released);
+    if (done <= 0) {
+        Py_DECREF(future);
+        if (done < 0) {
+            PyErr_Restore(type, exc, tb);
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    return future;
+}
+
+static PyMethodDef acc_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))acc_append, METH_FASTCALL, acc_append_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef acc_members[] = {
+    {"buffered", T_PYSSIZET, offsetof(Accumulator, buffered), 0,
+     "Bytes of records queued and not yet answered (buffer_memory's count)."},
+    {"closing", T_BOOL, offsetof(Accumulator, closing), 0,
+     "Set by close(): append declines every record, so send() raises."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+PyDoc_STRVAR(acc_doc,
+"Accumulator(lock, partitions, sticky, open, batch_type, future_type, batch_size,\n"
+"            buffer_memory)\n\n"
+"Producer.send()'s common case in C; see groupkit.runtime.accumulator.Accumulator.");
+
+static PyTypeObject AccumulatorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "groupkit.protocol._native.Accumulator",
+    .tp_basicsize = sizeof(Accumulator),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = acc_doc,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)acc_init,
+    .tp_dealloc = (destructor)acc_dealloc,
+    .tp_traverse = (traverseproc)acc_traverse,
+    .tp_clear = (inquiry)acc_clear,
+    .tp_methods = acc_methods,
+    .tp_members = acc_members,
+};
+
 static PyMethodDef methods[] = {
     {"read_records", read_records, METH_VARARGS, read_records_doc},
     {"write_records", write_records, METH_VARARGS, write_records_doc},
     {"crc32c", crc32c, METH_O, crc32c_doc},
     {"crc32c_table", crc32c_table, METH_O, crc32c_table_doc},
+    {"murmur2", murmur2, METH_O, murmur2_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -898,7 +1358,9 @@ PyInit__native(void)
     if (module == NULL)
         return NULL;
     layouts = PyDict_New();
-    if (layouts == NULL || PyModule_AddObjectRef(module, "_layouts", layouts) < 0) {
+    if (layouts == NULL || PyType_Ready(&AccumulatorType) < 0
+        || PyModule_AddObjectRef(module, "_layouts", layouts) < 0
+        || PyModule_AddObjectRef(module, "Accumulator", (PyObject *)&AccumulatorType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

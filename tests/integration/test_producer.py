@@ -28,6 +28,7 @@ from groupkit.errors import (
 )
 from groupkit.partitioner import partition_for_key
 from groupkit.producer import Producer, RecordMetadata
+from groupkit.protocol import native
 from groupkit.protocol.messages.fetch import (
     FetchRequest,
     FetchRequestPartition,
@@ -40,6 +41,7 @@ from groupkit.protocol.messages.produce import (
     ProduceResponseTopic,
 )
 from groupkit.protocol.records import Record, decode_records
+from groupkit.runtime import accumulator
 from groupkit.runtime.cluster import Cluster
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
@@ -48,6 +50,16 @@ pytestmark = pytest.mark.broker
 
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
 WAIT = 20.0
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def accumulator_kind(request, monkeypatch) -> str:
+    """Every test runs with send()'s C accumulator and with its pure-Python twin."""
+    if request.param == "python":
+        monkeypatch.setattr(accumulator, "NativeAccumulator", None)
+    elif not native.available:
+        pytest.skip("the C extension is not built (test_native_extension_is_built fails)")
+    return request.param
 
 
 @pytest.fixture(scope="module")
@@ -371,3 +383,7 @@ def test_fatal_errors_and_spent_retries_fail_the_records(kafka_broker, unique_na
         with pytest.raises(NotLeaderOrFollowerError):
             p.send(topic, b"w", partition=0).result(WAIT)
         assert p.send(topic, b"x", partition=0).result(WAIT).offset == 0
+
+
+def test_send_uses_the_c_accumulator_when_built(producer, accumulator_kind) -> None:  # noqa: F811
+    assert isinstance(producer._acc, accumulator.Accumulator) is (accumulator_kind == "python")

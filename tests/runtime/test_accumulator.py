@@ -1,0 +1,263 @@
+"""The producer's accumulator: the C one against the Python one, and both against send()'s rules.
+
+Both take the same random sequences of records and of changes the producer's general path
+makes between them (new batches, sticky partitions, topics, a full buffer, closing); they must
+take and decline the same records and leave the same batches, sizes and byte counts.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from groupkit.partitioner import murmur2, partition_for_key
+from groupkit.protocol import native
+from groupkit.runtime import accumulator
+from groupkit.runtime.accumulator import Accumulator, AccumulatorLike, make_accumulator
+from groupkit.runtime.batches import Batch, RecordFuture, RecordMetadata
+
+needs_native = pytest.mark.skipif(not native.available, reason="the C extension is not built")
+KINDS = ["python", pytest.param("c", marks=needs_native)]
+BATCH_SIZE = 600
+BUFFER = 5000
+
+
+class Twin:
+    """One accumulator with the producer state it shares (as Producer builds them)."""
+
+    def __init__(self, kind: str, batch_size: int = BATCH_SIZE, buffer: int = BUFFER) -> None:
+        self.lock = threading.Lock()
+        self.partitions: dict[str, tuple[int, list[int]]] = {}
+        self.sticky: dict[str, int] = {}
+        self.open: dict[tuple[str, int], Batch] = {}
+        self.batches: list[Batch] = []
+        args = (self.lock, self.partitions, self.sticky, self.open, batch_size, buffer)
+        self.acc: AccumulatorLike
+        if kind == "c":
+            assert native.module is not None
+            self.acc = native.module.Accumulator(self.lock, self.partitions, self.sticky,
+                                                 self.open, Batch, RecordFuture, batch_size,
+                                                 buffer)
+        else:
+            self.acc = Accumulator(*args)
+
+    def open_batch(self, topic: str, partition: int) -> Batch:
+        batch = Batch(topic, partition, 0.0, 10.0)
+        self.open[topic, partition] = batch
+        self.batches.append(batch)
+        return batch
+
+    def state(self) -> tuple[Any, ...]:
+        return (self.acc.buffered, dict(self.sticky),
+                sorted((tp, self.batches.index(b)) for tp, b in self.open.items()),
+                [(b.topic, b.partition, b.size, b.records) for b in self.batches])
+
+
+def _ready(kind: str, batch_size: int = BATCH_SIZE, buffer: int = BUFFER) -> Twin:
+    twin = Twin(kind, batch_size, buffer)
+    twin.partitions["t"] = (3, [0, 1, 2])
+    twin.sticky["t"] = 1
+    for p in range(3):
+        twin.open_batch("t", p)
+    return twin
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_common_record_lands_in_its_open_batch(kind: str) -> None:
+    twin = _ready(kind)
+    before = time.time_ns() // 1_000_000
+    future = twin.acc.append("t", b"value", None, None, None, None)
+    after = time.time_ns() // 1_000_000
+    batch = twin.open["t", 1]
+    assert isinstance(future, RecordFuture) and not future.done()
+    ((key, value, headers, ts),) = batch.records
+    assert (key, value, headers) == (None, b"value", None) and before <= ts <= after
+    assert batch.size == twin.acc.buffered == 16 + 5
+    home = twin.open["t", partition_for_key(b"key", 3)]
+    held = home.size
+    keyed = twin.acc.append("t", b"v", b"key", None, [("h", b"x"), ("n", None)], 7)
+    assert home.records[-1] == (b"key", b"v", [("h", b"x"), ("n", None)], 7)
+    assert home.size - held == 16 + 1 + 3 + (1 + 1 + 4) + (1 + 4)
+    chosen = twin.acc.append("t", None, None, 2, [], 8)
+    assert twin.open["t", 2].records[-1] == (None, None, [], 8)
+    assert twin.acc.buffered == sum(b.size for b in twin.batches)
+    for b in twin.batches:
+        b.complete((100, -1))
+    assert future.result(0) == RecordMetadata("t", 1, 100, ts)
+    assert keyed is not None and keyed.result(0).timestamp == 7
+    assert chosen is not None and chosen.result(0) == RecordMetadata("t", 2, 100 + 0, 8)
+
+
+DECLINED = [
+    ("unknown topic", lambda t: t.acc.append("other", b"v", None, None, None, None)),
+    ("str value", lambda t: t.acc.append("t", "v", None, None, None, None)),
+    ("bytearray value", lambda t: t.acc.append("t", bytearray(b"v"), None, None, None, None)),
+    ("int key", lambda t: t.acc.append("t", b"v", 5, None, None, None)),
+    ("str topic subclass", lambda t: t.acc.append(type("S", (str,), {})("t"), b"v", None,
+                                                  None, None, None)),
+    ("partition out of range", lambda t: t.acc.append("t", b"v", None, 3, None, None)),
+    ("negative partition", lambda t: t.acc.append("t", b"v", None, -1, None, None)),
+    ("bool partition", lambda t: t.acc.append("t", b"v", None, True, None, None)),
+    ("headers tuple", lambda t: t.acc.append("t", b"v", None, None, (("h", b"x"),), None)),
+    ("header of str", lambda t: t.acc.append("t", b"v", None, None, [("h", "x")], None)),
+    ("header triple", lambda t: t.acc.append("t", b"v", None, None, [("h", b"x", 1)], None)),
+    ("header bytes name", lambda t: t.acc.append("t", b"v", None, None, [(b"h", b"x")], None)),
+    ("float timestamp", lambda t: t.acc.append("t", b"v", None, None, None, 1.5)),
+    ("bool timestamp", lambda t: t.acc.append("t", b"v", None, None, None, True)),
+    ("huge timestamp", lambda t: t.acc.append("t", b"v", None, None, None, 2**63)),
+    ("record filling the batch", lambda t: t.acc.append("t", b"v" * (BATCH_SIZE - 16), None,
+                                                       None, None, None)),
+    ("full buffer", lambda t: t.acc.append("t", b"v" * (BUFFER - 10), None, None, None, None)),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("case", [c[1] for c in DECLINED], ids=[c[0] for c in DECLINED])
+def test_records_for_the_general_path_are_declined_untouched(kind: str, case: Any) -> None:
+    twin = _ready(kind)
+    before = twin.state()
+    assert case(twin) is None
+    assert twin.state() == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_declined_without_a_batch_a_sticky_partition_or_when_closing(kind: str) -> None:
+    twin = _ready(kind)
+    del twin.sticky["t"]
+    assert twin.acc.append("t", b"v", None, None, None, None) is None
+    twin.sticky["t"] = 1
+    del twin.open["t", 1]
+    assert twin.acc.append("t", b"v", None, None, None, None) is None
+    twin.open_batch("t", 1)
+    twin.acc.closing = True
+    assert twin.acc.append("t", b"v", None, None, None, None) is None
+    twin.acc.closing = False
+    assert twin.acc.append("t", b"v", None, None, None, None) is not None
+    assert twin.batches[-1].size == twin.acc.buffered == 17
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_it_waits_for_the_producer_lock(kind: str) -> None:
+    twin = _ready(kind)
+    appended: list[object] = []
+    with twin.lock:
+        worker = threading.Thread(
+            target=lambda: appended.append(twin.acc.append("t", b"v", None, 0, None, 1)))
+        worker.start()
+        worker.join(0.2)
+        assert worker.is_alive() and not twin.open["t", 0].records
+    worker.join(10)
+    assert isinstance(appended[0], RecordFuture) and len(twin.open["t", 0].records) == 1
+
+
+VALUES = st.one_of(st.none(), st.binary(max_size=40))
+HEADERS = st.one_of(st.none(), st.lists(st.tuples(st.sampled_from(["a", "bé"]), VALUES),
+                                        max_size=2))
+RECORDS = st.tuples(st.just("append"), st.sampled_from(["t", "u", "v"]), VALUES, VALUES,
+                    st.one_of(st.none(), st.integers(-1, 4)), HEADERS,
+                    st.one_of(st.integers(0, 2**40), st.integers(-2**63, 2**63 - 1)))
+CHANGES = st.one_of(
+    st.tuples(st.just("open"), st.sampled_from(["t", "u"]), st.integers(0, 3)),
+    st.tuples(st.just("seal"), st.sampled_from(["t", "u"]), st.integers(0, 3)),
+    st.tuples(st.just("sticky"), st.sampled_from(["t", "u"]), st.integers(0, 3)),
+    st.tuples(st.just("unstick"), st.sampled_from(["t", "u"])),
+    st.tuples(st.just("learn"), st.sampled_from(["t", "u"]), st.integers(1, 4)),
+    st.tuples(st.just("release"), st.integers(0, 3000)),
+    st.tuples(st.just("closing"), st.booleans()),
+)
+
+
+def _run(twin: Twin, ops: list[tuple[Any, ...]]) -> list[Any]:
+    out: list[Any] = []
+    for op in ops:
+        if op[0] == "append":
+            future = twin.acc.append(*op[1:])
+            out.append(None if future is None else
+                       (twin.batches.index(future._record_batch), future._record_index))
+        elif op[0] == "open":
+            twin.open_batch(op[1], op[2])
+        elif op[0] == "seal":
+            twin.open.pop((op[1], op[2]), None)
+        elif op[0] == "sticky":
+            twin.sticky[op[1]] = op[2]
+        elif op[0] == "unstick":
+            twin.sticky.pop(op[1], None)
+        elif op[0] == "learn":
+            twin.partitions[op[1]] = (op[2], list(range(op[2])))
+        elif op[0] == "release":
+            twin.acc.buffered = max(0, twin.acc.buffered - op[1])
+        elif op[0] == "closing":
+            twin.acc.closing = op[1]
+    return out
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(RECORDS, RECORDS, CHANGES), max_size=60))
+def test_c_and_python_accumulators_agree(ops: list[tuple[Any, ...]]) -> None:
+    python, c = Twin("python"), Twin("c")
+    assert _run(python, ops) == _run(c, ops)
+    assert python.state() == c.state()
+
+
+@needs_native
+@given(st.binary(max_size=64))
+def test_murmur2_in_c_matches_python(data: bytes) -> None:
+    assert native.module is not None
+    assert native.module.murmur2(data) == murmur2(data)
+
+
+@needs_native
+def test_the_c_accumulator_leaks_no_references() -> None:
+    twin = _ready("c", 10**9, 10**9)
+    value, key, headers = b"v" * 10, b"k", [("h", b"x")]
+    counts = [sys.getrefcount(o) for o in (value, key, headers, Batch, RecordFuture)]
+    for i in range(2000):
+        future = twin.acc.append("t", value, key if i % 2 else None, None,
+                                 headers if i % 3 else None, i if i % 5 else None)
+        assert future is not None
+        twin.acc.append("t", value, None, 7, None, None)  # declined
+        twin.acc.append("t", value, None, None, None, 2.5)  # declined
+    for batch in twin.batches:
+        batch.records.clear()
+    del future
+    gc.collect()
+    assert [sys.getrefcount(o) for o in (value, key, headers, Batch, RecordFuture)] == counts
+
+
+@needs_native
+def test_the_c_accumulator_refuses_unfit_types() -> None:
+    assert native.module is not None
+    lock, d = threading.Lock(), dict
+
+    class Plain:
+        pass
+
+    class Dicty:
+        records: list[Any] = []
+        size = 0
+
+    with pytest.raises(TypeError, match="has no slot records"):
+        native.module.Accumulator(lock, d(), d(), d(), Plain, RecordFuture, 10, 10)
+    with pytest.raises(TypeError, match="Dicty.records is not a writable object slot"):
+        native.module.Accumulator(lock, d(), d(), d(), Dicty, RecordFuture, 10, 10)
+    with pytest.raises(TypeError, match="has no slot _record_batch"):
+        native.module.Accumulator(lock, d(), d(), d(), Batch, Batch, 10, 10)
+    with pytest.raises(TypeError):
+        native.module.Accumulator(lock, [], d(), d(), Batch, RecordFuture, 10, 10)
+    unready = native.module.Accumulator.__new__(native.module.Accumulator)
+    assert unready.append("t", b"v", None, None, None, None) is None
+
+
+def test_make_accumulator_takes_the_c_one_when_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    args = (threading.Lock(), {}, {}, {}, 100, 100)
+    built = make_accumulator(*args)
+    assert isinstance(built, Accumulator) is (not native.available)
+    monkeypatch.setattr(accumulator, "NativeAccumulator", None)
+    assert isinstance(make_accumulator(*args), Accumulator)
