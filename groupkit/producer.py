@@ -94,8 +94,13 @@ class Producer:
         self._outcomes: list[tuple[Batch, tuple[int, int] | BaseException]] = []
         # The common send() in one call (C when built), and the bytes queued (``buffered``).
         self._acc = make_accumulator(self._lock, self._partitions, self._sticky_now, self._open,
-                                     self.config.batch_size, self.config.buffer_memory)
+                                     self.config.batch_size, self.config.buffer_memory,
+                                     self._send)
         self._append = self._acc.append
+        # The C accumulator's send() is this class's send() without a Python frame: it hands
+        # what it declines to _send. A subclass's own send() is left in place.
+        if self._acc.send is not None and type(self).send is Producer.send:
+            self.__dict__["send"] = self._acc.send
         self._flushing = 0
         self._closed = False
         self._sender = threading.Thread(target=self._run, name="groupkit-producer-sender",

@@ -944,6 +944,7 @@ typedef struct {
     PyObject *partitions;              /* topic -> (partition count, available partitions) */
     PyObject *sticky;                  /* topic -> its sticky partition (null keys) */
     PyObject *open;                    /* (topic, partition) -> its open Batch */
+    PyObject *fallback;                /* send()'s Python path, for the records append declines */
     PyObject *tp_key;                  /* the last (topic, partition) looked up in open */
     Py_ssize_t tp_partition;           /* its partition */
     PyTypeObject *batch_type, *future_type;
@@ -988,6 +989,7 @@ acc_traverse(Accumulator *self, visitproc visit, void *arg)
     Py_VISIT(self->sticky);
     Py_VISIT(self->open);
     Py_VISIT(self->tp_key);
+    Py_VISIT(self->fallback);
     Py_VISIT(self->batch_type);
     Py_VISIT(self->future_type);
     return 0;
@@ -1002,6 +1004,7 @@ acc_clear(Accumulator *self)
     Py_CLEAR(self->sticky);
     Py_CLEAR(self->open);
     Py_CLEAR(self->tp_key);
+    Py_CLEAR(self->fallback);
     Py_CLEAR(self->batch_type);
     Py_CLEAR(self->future_type);
     return 0;
@@ -1019,14 +1022,21 @@ static int
 acc_init(Accumulator *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"lock", "partitions", "sticky", "open", "batch_type",
-                             "future_type", "batch_size", "buffer_memory", NULL};
-    PyObject *lock, *partitions, *sticky, *open, *batch_type, *future_type;
+                             "future_type", "batch_size", "buffer_memory", "fallback", NULL};
+    PyObject *lock, *partitions, *sticky, *open, *batch_type, *future_type, *fallback = NULL;
     Py_ssize_t batch_size, buffer_memory;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!O!O!O!nn:Accumulator", kwlist, &lock,
-                                     &PyDict_Type, &partitions, &PyDict_Type, &sticky,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!O!O!O!nn|O:Accumulator", kwlist,
+                                     &lock, &PyDict_Type, &partitions, &PyDict_Type, &sticky,
                                      &PyDict_Type, &open, &PyType_Type, &batch_type,
-                                     &PyType_Type, &future_type, &batch_size, &buffer_memory))
+                                     &PyType_Type, &future_type, &batch_size, &buffer_memory,
+                                     &fallback))
         return -1;
+    if (fallback == Py_None)
+        fallback = NULL;
+    if (fallback != NULL && !PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "fallback must be callable");
+        return -1;
+    }
     PyTypeObject *batch_cls = (PyTypeObject *)batch_type, *future_cls = (PyTypeObject *)future_type;
     /* Futures are made as object.__new__ makes them, without __init__ (see RecordFuture). */
     if (future_cls->tp_new != PyBaseObject_Type.tp_new) {
@@ -1053,6 +1063,7 @@ acc_init(Accumulator *self, PyObject *args, PyObject *kwargs)
     self->open = Py_NewRef(open);
     self->batch_type = (PyTypeObject *)Py_NewRef(batch_type);
     self->future_type = (PyTypeObject *)Py_NewRef(future_type);
+    self->fallback = Py_XNewRef(fallback);
     self->records_at = records_at;
     self->size_at = size_at;
     self->batch_at = batch_at;
@@ -1166,18 +1177,10 @@ acc_append_locked(Accumulator *self, PyObject *topic, Py_ssize_t partition, PyOb
     return 1;
 }
 
-PyDoc_STRVAR(acc_append_doc,
-"append(topic, value, key, partition, headers, timestamp_ms) -> RecordFuture | None\n\n"
-"Append the record to its partition's open batch and return its future, or None when the\n"
-"record needs Producer's Python path (see groupkit.runtime.accumulator).");
-
+/* append() of the six arguments: the future, None (a new reference) or NULL. */
 static PyObject *
-acc_append(Accumulator *self, PyObject *const *args, Py_ssize_t nargs)
+acc_try(Accumulator *self, PyObject *const *args)
 {
-    if (nargs != 6) {
-        PyErr_Format(PyExc_TypeError, "append takes 6 arguments, not %zd", nargs);
-        return NULL;
-    }
     PyObject *topic = args[0], *value = args[1], *key = args[2], *partition_obj = args[3];
     PyObject *headers = args[4], *timestamp = args[5];
     if (self->closing || !PyUnicode_CheckExact(topic) || self->acquire == NULL)
@@ -1297,8 +1300,84 @@ acc_append(Accumulator *self, PyObject *const *args, Py_ssize_t nargs)
     return future;
 }
 
+PyDoc_STRVAR(acc_append_doc,
+"append(topic, value, key, partition, headers, timestamp_ms) -> RecordFuture | None\n\n"
+"Append the record to its partition's open batch and return its future, or None when the\n"
+"record needs Producer's Python path (see groupkit.runtime.accumulator).");
+
+static PyObject *
+acc_append(Accumulator *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "append takes 6 arguments, not %zd", nargs);
+        return NULL;
+    }
+    return acc_try(self, args);
+}
+
+/* send()'s parameter names, interned at import. */
+static const char *const SEND_NAMES[6] = {"topic", "value", "key", "partition", "headers",
+                                          "timestamp_ms"};
+static PyObject *send_names[6];
+
+PyDoc_STRVAR(acc_send_doc,
+"send($self, /, topic, value, key=None, partition=None, headers=None, timestamp_ms=None)\n"
+"--\n\n"
+"Producer.send: append() for the common record, the producer's Python path for the rest.");
+
+static PyObject *
+acc_send(Accumulator *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *a[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs > 6) {
+        PyErr_Format(PyExc_TypeError, "send() takes at most 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        a[i] = args[i];
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, j);
+        int i = 0;
+        while (i < 6 && name != send_names[i]
+               && PyUnicode_CompareWithASCIIString(name, SEND_NAMES[i]) != 0)
+            i++;
+        if (i == 6) {
+            PyErr_Format(PyExc_TypeError, "send() got an unexpected keyword argument '%U'",
+                         name);
+            return NULL;
+        }
+        if (a[i] != NULL) {
+            PyErr_Format(PyExc_TypeError, "send() got multiple values for argument '%s'",
+                         SEND_NAMES[i]);
+            return NULL;
+        }
+        a[i] = args[nargs + j];
+    }
+    for (int i = 0; i < 6; i++) {
+        if (a[i] != NULL)
+            continue;
+        if (i < 2) {
+            PyErr_Format(PyExc_TypeError, "send() missing required argument '%s'",
+                         SEND_NAMES[i]);
+            return NULL;
+        }
+        a[i] = Py_None;
+    }
+    PyObject *future = acc_try(self, a);
+    if (future != Py_None)
+        return future;
+    Py_DECREF(future);
+    if (self->fallback == NULL) {
+        PyErr_SetString(PyExc_TypeError, "this Accumulator has no fallback for send()");
+        return NULL;
+    }
+    return PyObject_Vectorcall(self->fallback, a, 6, NULL);
+}
+
 static PyMethodDef acc_methods[] = {
     {"append", (PyCFunction)(void (*)(void))acc_append, METH_FASTCALL, acc_append_doc},
+    {"send", (PyCFunction)(void (*)(void))acc_send, METH_FASTCALL | METH_KEYWORDS, acc_send_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1312,7 +1391,7 @@ static PyMemberDef acc_members[] = {
 
 PyDoc_STRVAR(acc_doc,
 "Accumulator(lock, partitions, sticky, open, batch_type, future_type, batch_size,\n"
-"            buffer_memory)\n\n"
+"            buffer_memory, fallback=None)\n\n"
 "Producer.send()'s common case in C; see groupkit.runtime.accumulator.Accumulator.");
 
 static PyTypeObject AccumulatorType = {
@@ -1358,6 +1437,13 @@ PyInit__native(void)
     if (module == NULL)
         return NULL;
     layouts = PyDict_New();
+    for (int i = 0; i < 6; i++) {
+        send_names[i] = PyUnicode_InternFromString(SEND_NAMES[i]);
+        if (send_names[i] == NULL) {
+            Py_DECREF(module);
+            return NULL;
+        }
+    }
     if (layouts == NULL || PyType_Ready(&AccumulatorType) < 0
         || PyModule_AddObjectRef(module, "_layouts", layouts) < 0
         || PyModule_AddObjectRef(module, "Accumulator", (PyObject *)&AccumulatorType) < 0) {

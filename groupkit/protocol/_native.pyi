@@ -1,4 +1,4 @@
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 def read_records(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
@@ -17,6 +17,9 @@ class Accumulator:
     closing: bool
     def __init__(self, lock: Any, partitions: dict[str, tuple[int, list[int]]],
                  sticky: dict[str, int], open: dict[tuple[str, int], Any], batch_type: type,
-                 future_type: type, batch_size: int, buffer_memory: int) -> None: ...
+                 future_type: type, batch_size: int, buffer_memory: int,
+                 fallback: Callable[..., Any] | None = None) -> None: ...
     def append(self, topic: str, value: Any, key: Any, partition: Any, headers: Any,
                timestamp_ms: Any, /) -> Any: ...
+    def send(self, topic: str, value: Any, key: Any = None, partition: Any = None,
+             headers: Any = None, timestamp_ms: Any = None) -> Any: ...

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, ClassVar, Protocol
 
 from groupkit.partitioner import partition_for_key
 from groupkit.protocol import native
@@ -35,12 +36,18 @@ class AccumulatorLike(Protocol):
     def append(self, topic: str, value: Any, key: Any, partition: Any, headers: Any,
                timestamp_ms: Any, /) -> RecordFuture | None: ...
 
+    @property
+    def send(self) -> Callable[..., Any] | None:
+        """Producer.send in one call (append, else the fallback), or None where there is none."""
+
 
 class Accumulator:
     """The pure-Python accumulator; see the module docstring."""
 
     __slots__ = ("_lock", "_partitions", "_sticky", "_open", "_batch_size", "_buffer_memory",
                  "buffered", "closing")
+    #: No send(): in Python it would save nothing over Producer.send calling append.
+    send: ClassVar[None] = None
 
     def __init__(self, lock: threading.Lock, partitions: dict[str, tuple[int, list[int]]],
                  sticky: dict[str, int], open: dict[tuple[str, int], Batch], batch_size: int,
@@ -119,10 +126,13 @@ NativeAccumulator: Any = None if native.module is None else native.module.Accumu
 
 def make_accumulator(lock: threading.Lock, partitions: dict[str, tuple[int, list[int]]],
                      sticky: dict[str, int], open: dict[tuple[str, int], Batch],
-                     batch_size: int, buffer_memory: int) -> AccumulatorLike:
-    """The C accumulator when the extension is built, else the Python one."""
+                     batch_size: int, buffer_memory: int,
+                     fallback: Callable[..., Any]) -> AccumulatorLike:
+    """The C accumulator when the extension is built (its send() hands what append declines
+    to ``fallback``), else the Python one."""
     if NativeAccumulator is not None:
         made: AccumulatorLike = NativeAccumulator(lock, partitions, sticky, open, Batch,
-                                                  RecordFuture, batch_size, buffer_memory)
+                                                  RecordFuture, batch_size, buffer_memory,
+                                                  fallback)
         return made
     return Accumulator(lock, partitions, sticky, open, batch_size, buffer_memory)

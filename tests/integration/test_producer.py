@@ -385,5 +385,18 @@ def test_fatal_errors_and_spent_retries_fail_the_records(kafka_broker, unique_na
         assert p.send(topic, b"x", partition=0).result(WAIT).offset == 0
 
 
-def test_send_uses_the_c_accumulator_when_built(producer, accumulator_kind) -> None:  # noqa: F811
+def test_send_uses_the_c_accumulator_when_built(kafka_broker, producer, unique_name,  # noqa: F811
+                                               accumulator_kind) -> None:
     assert isinstance(producer._acc, accumulator.Accumulator) is (accumulator_kind == "python")
+    assert ("send" in vars(producer)) is (accumulator_kind == "c")
+
+    class Counting(Producer):
+        sent = 0
+
+        def send(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            self.sent += 1
+            return super().send(*args, **kwargs)
+
+    with Counting(bootstrap_servers=kafka_broker.bootstrap_servers) as mine:
+        assert mine.send(unique_name("sub"), b"v", key=b"k").result(WAIT).offset == 0
+        assert mine.sent == 1

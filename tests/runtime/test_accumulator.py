@@ -255,8 +255,42 @@ def test_the_c_accumulator_refuses_unfit_types() -> None:
     assert unready.append("t", b"v", None, None, None, None) is None
 
 
+@needs_native
+def test_the_c_send_takes_send_arguments_and_hands_declined_records_to_the_fallback() -> None:
+    assert native.module is not None
+    twin = _ready("c")
+    handed: list[tuple[Any, ...]] = []
+
+    def fallback(*args: Any) -> str:
+        handed.append(args)
+        return "fallback"
+
+    acc = native.module.Accumulator(twin.lock, twin.partitions, twin.sticky, twin.open, Batch,
+                                    RecordFuture, BATCH_SIZE, BUFFER, fallback)
+    assert isinstance(acc.send("t", b"v"), RecordFuture)
+    assert isinstance(acc.send(value=b"v", topic="t", timestamp_ms=5, key=b"k"), RecordFuture)
+    assert isinstance(acc.send("t", b"v", None, 2, [("h", None)], 9), RecordFuture)
+    assert twin.open["t", 2].records[-1] == (None, b"v", [("h", None)], 9)
+    assert acc.send("t", "text", partition=1) == "fallback"
+    assert acc.send("new", None, headers=[]) == "fallback"
+    assert handed == [("t", "text", None, 1, None, None), ("new", None, None, None, [], None)]
+    for call, message in [
+            (lambda: acc.send("t"), "missing required argument 'value'"),
+            (lambda: acc.send(value=b"v"), "missing required argument 'topic'"),
+            (lambda: acc.send("t", b"v", keys=b"k"), "unexpected keyword argument 'keys'"),
+            (lambda: acc.send("t", b"v", None, topic="t"), "multiple values for argument 'topic'"),
+            (lambda: acc.send("t", b"v", None, None, None, None, None), "at most 6 arguments")]:
+        with pytest.raises(TypeError, match=message):
+            call()
+    bare = native.module.Accumulator(twin.lock, {}, {}, {}, Batch, RecordFuture, 10, 10)
+    with pytest.raises(TypeError, match="no fallback"):
+        bare.send("t", b"v")
+    with pytest.raises(TypeError, match="fallback must be callable"):
+        native.module.Accumulator(twin.lock, {}, {}, {}, Batch, RecordFuture, 10, 10, 5)
+
+
 def test_make_accumulator_takes_the_c_one_when_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    args = (threading.Lock(), {}, {}, {}, 100, 100)
+    args = (threading.Lock(), {}, {}, {}, 100, 100, print)
     built = make_accumulator(*args)
     assert isinstance(built, Accumulator) is (not native.available)
     monkeypatch.setattr(accumulator, "NativeAccumulator", None)
