@@ -36,7 +36,7 @@ from groupkit.protocol.messages.produce import (
     ProduceRequestTopic,
     ProduceResponse,
 )
-from groupkit.runtime.accumulator import make_accumulator
+from groupkit.runtime.accumulator import make_accumulator, make_lock
 from groupkit.runtime.batches import Batch, RecordMetadata
 from groupkit.runtime.cluster import Cluster
 
@@ -83,7 +83,7 @@ class Producer:
         self._sticky = StickyPartitioner()
         # The sticky partition of each topic, so send() asks the partitioner once per batch.
         self._sticky_now: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._lock = make_lock()
         self._wake = threading.Condition(self._lock)
         self._space = threading.Condition(self._lock)
         self._open: dict[tuple[str, int], Batch] = {}

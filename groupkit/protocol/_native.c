@@ -873,6 +873,237 @@ crc32c_table(PyObject *module, PyObject *arg)
     return PyLong_FromUnsignedLong(c ^ 0xFFFFFFFFu);
 }
 
+/* ------------------------------------------------------------------ producer lock */
+
+/* The producer's lock: threading.Lock's behaviour (acquire with blocking and timeout, release,
+ * locked, the context manager, interruptible waits), so threading.Condition works on it as on
+ * a threading.Lock. It exists so the accumulator can take it without a method call: taking a
+ * threading.Lock from C goes through acquire()'s argument parsing, which costs more than the
+ * rest of appending a record. */
+
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    char locked;
+} Lock;
+
+static PyTypeObject LockType;
+
+static PyObject *
+lock_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args) || (kwargs != NULL && PyDict_GET_SIZE(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "Lock() takes no arguments");
+        return NULL;
+    }
+    Lock *self = (Lock *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->lock = PyThread_allocate_lock();
+    if (self->lock == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void
+lock_dealloc(Lock *self)
+{
+    if (self->lock != NULL) {
+        if (self->locked)
+            PyThread_release_lock(self->lock);
+        PyThread_free_lock(self->lock);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Microseconds of a monotonic clock, for what is left of a timeout after an interruption. */
+static long long
+monotonic_us(void)
+{
+    struct timespec ts;
+#ifdef CLOCK_MONOTONIC
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) == 0)
+        return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+#endif
+    timespec_get(&ts, TIME_UTC);
+    return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Take the lock, waiting up to ``us`` microseconds (-1: for ever) with the GIL released and
+ * running signal handlers when a signal interrupts the wait. 1 taken, 0 timed out, -1 error. */
+static int
+lock_take(Lock *self, long long us)
+{
+    if (PyThread_acquire_lock_timed(self->lock, 0, 0) == PY_LOCK_ACQUIRED) {
+        self->locked = 1;
+        return 1;
+    }
+    if (us == 0)
+        return 0;
+    long long deadline = us > 0 ? monotonic_us() + us : 0;
+    for (;;) {
+        PyLockStatus r;
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(self->lock, us, 1);
+        Py_END_ALLOW_THREADS
+        if (r == PY_LOCK_ACQUIRED) {
+            self->locked = 1;
+            return 1;
+        }
+        if (r == PY_LOCK_FAILURE)
+            return 0;
+        /* Interrupted: run the signal handlers (they may raise), then wait what is left. */
+        if (Py_MakePendingCalls() < 0)
+            return -1;
+        if (us > 0) {
+            us = deadline - monotonic_us();
+            if (us <= 0)
+                return 0;
+        }
+    }
+}
+
+PyDoc_STRVAR(lock_acquire_doc,
+"acquire($self, /, blocking=True, timeout=-1)\n--\n\n"
+"As threading.Lock.acquire: True once taken, False if not within the timeout.");
+
+static PyObject *
+lock_acquire(Lock *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *blocking_obj = NULL, *timeout_obj = NULL;
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "acquire() takes at most 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (nargs > 0)
+        blocking_obj = args[0];
+    if (nargs > 1)
+        timeout_obj = args[1];
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, j);
+        PyObject **slot = PyUnicode_CompareWithASCIIString(name, "blocking") == 0 ? &blocking_obj
+                          : PyUnicode_CompareWithASCIIString(name, "timeout") == 0 ? &timeout_obj
+                          : NULL;
+        if (slot == NULL) {
+            PyErr_Format(PyExc_TypeError, "acquire() got an unexpected keyword argument '%U'",
+                         name);
+            return NULL;
+        }
+        if (*slot != NULL) {
+            PyErr_Format(PyExc_TypeError, "acquire() got multiple values for argument '%U'",
+                         name);
+            return NULL;
+        }
+        *slot = args[nargs + j];
+    }
+    int blocking = 1;
+    if (blocking_obj != NULL) {
+        blocking = PyObject_IsTrue(blocking_obj);
+        if (blocking < 0)
+            return NULL;
+    }
+    double timeout = -1;
+    if (timeout_obj != NULL) {
+        timeout = PyFloat_AsDouble(timeout_obj);
+        if (timeout == -1 && PyErr_Occurred())
+            return NULL;
+        if (timeout != timeout) {
+            PyErr_SetString(PyExc_ValueError, "Invalid value NaN (not a number)");
+            return NULL;
+        }
+    }
+    if (!blocking && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+        return NULL;
+    }
+    if (timeout < 0 && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+        return NULL;
+    }
+    long long us = -1;
+    if (!blocking)
+        us = 0;
+    else if (timeout >= 0) {
+        if (timeout * 1e6 >= (double)PY_TIMEOUT_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "timeout value is too large");
+            return NULL;
+        }
+        us = (long long)(timeout * 1e6);
+    }
+    int taken = lock_take(self, us);
+    if (taken < 0)
+        return NULL;
+    return PyBool_FromLong(taken);
+}
+
+static PyObject *
+lock_enter(Lock *self, PyObject *unused)
+{
+    if (lock_take(self, -1) < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+lock_release(Lock *self, PyObject *unused)
+{
+    if (!self->locked) {
+        PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+        return NULL;
+    }
+    self->locked = 0;
+    PyThread_release_lock(self->lock);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+lock_exit(Lock *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    return lock_release(self, NULL);
+}
+
+static PyObject *
+lock_locked(Lock *self, PyObject *unused)
+{
+    return PyBool_FromLong(self->locked);
+}
+
+static PyObject *
+lock_repr(Lock *self)
+{
+    return PyUnicode_FromFormat("<%s groupkit Lock object at %p>",
+                                self->locked ? "locked" : "unlocked", self);
+}
+
+static PyMethodDef lock_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))lock_acquire, METH_FASTCALL | METH_KEYWORDS,
+     lock_acquire_doc},
+    {"release", (PyCFunction)lock_release, METH_NOARGS,
+     "release($self, /)\n--\n\nAs threading.Lock.release."},
+    {"locked", (PyCFunction)lock_locked, METH_NOARGS,
+     "locked($self, /)\n--\n\nWhether the lock is held."},
+    {"__enter__", (PyCFunction)lock_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))lock_exit, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject LockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "groupkit.protocol._native.Lock",
+    .tp_basicsize = sizeof(Lock),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Lock()\n--\n\nA lock that behaves as threading.Lock; the producer's lock, which "
+              "its C accumulator takes directly.",
+    .tp_new = lock_new,
+    .tp_dealloc = (destructor)lock_dealloc,
+    .tp_repr = (reprfunc)lock_repr,
+    .tp_methods = lock_methods,
+};
+
 /* ------------------------------------------------------------------ producer accumulator */
 
 /* Producer.send()'s common case in one call: the record's topic is known, its partition's
@@ -882,8 +1113,8 @@ crc32c_table(PyObject *module, PyObject *arg)
  * None for every other record, which the Python path then takes from the start. It never
  * raises for a bad argument: the Python path names the error.
  *
- * It holds the producer's lock (a threading.Lock, through its acquire and release methods)
- * rather than relying on the GIL: allocating may run the cyclic collector and so finalizers
+ * It holds the producer's lock (the Lock above, taken directly; any other lock through its
+ * acquire and release methods) rather than relying on the GIL: allocating may run the cyclic collector and so finalizers
  * that let other threads run, and the sender thread changes the same dicts and batches under
  * that lock. Everything read or written below between acquire and release is changed by other
  * threads only under the lock, except ``partitions`` (written by Producer._learn_topic without
@@ -941,6 +1172,7 @@ murmur2(PyObject *module, PyObject *arg)
 typedef struct {
     PyObject_HEAD
     PyObject *acquire, *release;       /* the producer lock's bound methods */
+    Lock *own_lock;                    /* the producer lock when it is a Lock, else NULL */
     PyObject *partitions;              /* topic -> (partition count, available partitions) */
     PyObject *sticky;                  /* topic -> its sticky partition (null keys) */
     PyObject *open;                    /* (topic, partition) -> its open Batch */
@@ -984,6 +1216,7 @@ static int
 acc_traverse(Accumulator *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->acquire);
+    Py_VISIT(self->own_lock);
     Py_VISIT(self->release);
     Py_VISIT(self->partitions);
     Py_VISIT(self->sticky);
@@ -999,6 +1232,7 @@ static int
 acc_clear(Accumulator *self)
 {
     Py_CLEAR(self->acquire);
+    Py_CLEAR(self->own_lock);
     Py_CLEAR(self->release);
     Py_CLEAR(self->partitions);
     Py_CLEAR(self->sticky);
@@ -1064,6 +1298,7 @@ acc_init(Accumulator *self, PyObject *args, PyObject *kwargs)
     self->batch_type = (PyTypeObject *)Py_NewRef(batch_type);
     self->future_type = (PyTypeObject *)Py_NewRef(future_type);
     self->fallback = Py_XNewRef(fallback);
+    self->own_lock = Py_IS_TYPE(lock, &LockType) ? (Lock *)Py_NewRef(lock) : NULL;
     self->records_at = records_at;
     self->size_at = size_at;
     self->batch_at = batch_at;
@@ -1268,6 +1503,28 @@ acc_try(Accumulator *self, PyObject *const *args)
         Py_DECREF(row);
         return NULL;
     }
+    int done;
+    if (self->own_lock != NULL) {
+        /* Our Lock: taken at once or not at all. When another thread holds it, the record
+         * goes to the Python path, which waits for the lock with the GIL released. */
+        if (PyThread_acquire_lock_timed(self->own_lock->lock, 0, 0) != PY_LOCK_ACQUIRED) {
+            Py_DECREF(row);
+            Py_DECREF(future);
+            Py_RETURN_NONE;
+        }
+        self->own_lock->locked = 1;
+        done = acc_append_locked(self, topic, partition, key, count, size, row, future);
+        self->own_lock->locked = 0;
+        PyThread_release_lock(self->own_lock->lock);
+        Py_DECREF(row);
+        if (done <= 0) {
+            Py_DECREF(future);
+            if (done < 0)
+                return NULL;
+            Py_RETURN_NONE;
+        }
+        return future;
+    }
     PyObject *got = PyObject_CallNoArgs(self->acquire);
     if (got == NULL) {
         Py_DECREF(row);
@@ -1275,7 +1532,7 @@ acc_try(Accumulator *self, PyObject *const *args)
         return NULL;
     }
     Py_DECREF(got);
-    int done = acc_append_locked(self, topic, partition, key, count, size, row, future);
+    done = acc_append_locked(self, topic, partition, key, count, size, row, future);
     PyObject *type = NULL, *exc = NULL, *tb = NULL;
     if (done < 0)
         PyErr_Fetch(&type, &exc, &tb);
@@ -1444,7 +1701,8 @@ PyInit__native(void)
             return NULL;
         }
     }
-    if (layouts == NULL || PyType_Ready(&AccumulatorType) < 0
+    if (layouts == NULL || PyType_Ready(&AccumulatorType) < 0 || PyType_Ready(&LockType) < 0
+        || PyModule_AddObjectRef(module, "Lock", (PyObject *)&LockType) < 0
         || PyModule_AddObjectRef(module, "_layouts", layouts) < 0
         || PyModule_AddObjectRef(module, "Accumulator", (PyObject *)&AccumulatorType) < 0) {
         Py_DECREF(module);

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, cast
 
 from groupkit.partitioner import partition_for_key
 from groupkit.protocol import native
@@ -122,6 +122,15 @@ class Accumulator:
 
 #: The C accumulator's class, or None without the extension (tests set it to None).
 NativeAccumulator: Any = None if native.module is None else native.module.Accumulator
+
+
+def make_lock() -> threading.Lock:
+    """The producer's lock: the extension's Lock with the C accumulator (which then takes it
+    without a method call), else a threading.Lock. Both behave the same to Python code."""
+    if NativeAccumulator is not None and native.module is not None:
+        # Not a threading.Lock, but the same methods, and threading.Condition takes it.
+        return cast(threading.Lock, native.module.Lock())
+    return threading.Lock()
 
 
 def make_accumulator(lock: threading.Lock, partitions: dict[str, tuple[int, list[int]]],

@@ -19,7 +19,12 @@ from hypothesis import given, settings, strategies as st
 from groupkit.partitioner import murmur2, partition_for_key
 from groupkit.protocol import native
 from groupkit.runtime import accumulator
-from groupkit.runtime.accumulator import Accumulator, AccumulatorLike, make_accumulator
+from groupkit.runtime.accumulator import (
+    Accumulator,
+    AccumulatorLike,
+    make_accumulator,
+    make_lock,
+)
 from groupkit.runtime.batches import Batch, RecordFuture, RecordMetadata
 
 needs_native = pytest.mark.skipif(not native.available, reason="the C extension is not built")
@@ -31,8 +36,12 @@ BUFFER = 5000
 class Twin:
     """One accumulator with the producer state it shares (as Producer builds them)."""
 
-    def __init__(self, kind: str, batch_size: int = BATCH_SIZE, buffer: int = BUFFER) -> None:
-        self.lock = threading.Lock()
+    def __init__(self, kind: str, batch_size: int = BATCH_SIZE, buffer: int = BUFFER,
+                 lock: Any = None) -> None:
+        # As Producer: the C accumulator with the extension's Lock, the Python one otherwise.
+        if lock is None:
+            lock = threading.Lock() if kind == "python" else _native_lock()
+        self.lock = lock
         self.partitions: dict[str, tuple[int, list[int]]] = {}
         self.sticky: dict[str, int] = {}
         self.open: dict[tuple[str, int], Batch] = {}
@@ -59,8 +68,14 @@ class Twin:
                 [(b.topic, b.partition, b.size, b.records) for b in self.batches])
 
 
-def _ready(kind: str, batch_size: int = BATCH_SIZE, buffer: int = BUFFER) -> Twin:
-    twin = Twin(kind, batch_size, buffer)
+def _native_lock() -> Any:
+    assert native.module is not None
+    return native.module.Lock()
+
+
+def _ready(kind: str, batch_size: int = BATCH_SIZE, buffer: int = BUFFER,
+           lock: Any = None) -> Twin:
+    twin = Twin(kind, batch_size, buffer, lock)
     twin.partitions["t"] = (3, [0, 1, 2])
     twin.sticky["t"] = 1
     for p in range(3):
@@ -143,8 +158,8 @@ def test_declined_without_a_batch_a_sticky_partition_or_when_closing(kind: str) 
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_it_waits_for_the_producer_lock(kind: str) -> None:
-    twin = _ready(kind)
+def test_it_waits_for_a_threading_lock(kind: str) -> None:
+    twin = _ready(kind, lock=threading.Lock())
     appended: list[object] = []
     with twin.lock:
         worker = threading.Thread(
@@ -293,5 +308,105 @@ def test_make_accumulator_takes_the_c_one_when_built(monkeypatch: pytest.MonkeyP
     args = (threading.Lock(), {}, {}, {}, 100, 100, print)
     built = make_accumulator(*args)
     assert isinstance(built, Accumulator) is (not native.available)
+    assert (type(make_lock()) is type(threading.Lock())) is (not native.available)
     monkeypatch.setattr(accumulator, "NativeAccumulator", None)
     assert isinstance(make_accumulator(*args), Accumulator)
+    assert type(make_lock()) is type(threading.Lock())
+
+
+@needs_native
+def test_with_its_lock_held_elsewhere_the_c_accumulator_declines() -> None:
+    twin = _ready("c")
+    got: list[object] = []
+    with twin.lock:
+        worker = threading.Thread(
+            target=lambda: got.append(twin.acc.append("t", b"v", None, 0, None, 1)))
+        worker.start()
+        worker.join(10)
+    assert got == [None] and not twin.open["t", 0].records and not twin.lock.locked()
+    assert twin.acc.append("t", b"v", None, 0, None, 1) is not None
+
+
+class Interrupted(Exception):
+    pass
+
+
+@needs_native
+class TestLock:
+    """The extension's Lock behaves as threading.Lock, Condition included."""
+
+    def test_acquire_release_and_locked(self) -> None:
+        lock = _native_lock()
+        assert not lock.locked() and lock.acquire() is True and lock.locked()
+        assert lock.acquire(False) is False and lock.acquire(blocking=False) is False
+        started = time.monotonic()
+        assert lock.acquire(timeout=0.05) is False
+        assert time.monotonic() - started >= 0.04
+        lock.release()
+        assert not lock.locked()
+        with pytest.raises(RuntimeError, match="release unlocked lock"):
+            lock.release()
+        with lock:
+            assert lock.locked()
+        assert not lock.locked() and "unlocked" in repr(lock)
+
+    def test_arguments_are_checked_as_threading_lock_checks_them(self) -> None:
+        lock = _native_lock()
+        for call, error in [(lambda: lock.acquire(False, 1), ValueError),
+                            (lambda: lock.acquire(timeout=-2), ValueError),
+                            (lambda: lock.acquire(timeout=float("nan")), ValueError),
+                            (lambda: lock.acquire(timeout="1"), TypeError),
+                            (lambda: lock.acquire(wait=True), TypeError),
+                            (lambda: lock.acquire(True, 1, 2), TypeError)]:
+            with pytest.raises(error):
+                call()
+            assert not lock.locked()
+        with pytest.raises(TypeError):
+            type(lock)(1)
+
+    def test_a_blocked_acquire_wakes_when_another_thread_releases(self) -> None:
+        lock = _native_lock()
+        lock.acquire()
+        took: list[bool] = []
+        waiter = threading.Thread(target=lambda: took.append(lock.acquire(timeout=10)))
+        waiter.start()
+        threading.Timer(0.05, lock.release).start()
+        waiter.join(10)
+        assert took == [True] and lock.locked()
+
+    def test_conditions_work_on_it(self) -> None:
+        lock = _native_lock()
+        ready = threading.Condition(lock)
+        box: list[int] = []
+        with ready:
+            assert ready.wait(0.02) is False and lock.locked()
+
+        def put() -> None:
+            with ready:
+                box.append(1)
+                ready.notify()
+        with ready:
+            threading.Thread(target=put).start()
+            assert ready.wait_for(lambda: box, timeout=10)
+        assert not lock.locked()
+
+    def test_a_signal_handler_runs_during_a_blocked_acquire(self) -> None:
+        signal = pytest.importorskip("signal")
+        if not hasattr(signal, "setitimer"):
+            pytest.skip("no setitimer here")
+        lock = _native_lock()
+        lock.acquire()
+
+        def handler(signum: int, frame: object) -> None:
+            raise Interrupted
+
+        previous = signal.signal(signal.SIGALRM, handler)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, 0.05)
+            with pytest.raises(Interrupted):
+                lock.acquire(timeout=10)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert lock.locked()
+        lock.release()
