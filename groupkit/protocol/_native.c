@@ -589,9 +589,12 @@ fail:
 static int
 as_int64(PyObject *obj, int64_t *v, const char *what)
 {
-    long long x = PyLong_AsLongLong(obj);
-    if (x == -1 && PyErr_Occurred()) {
-        if (PyErr_ExceptionMatches(PyExc_OverflowError) || PyErr_ExceptionMatches(PyExc_TypeError)) {
+    /* Not PyLong_AsLongLong: for ints past 2**30 (every timestamp) it goes through
+     * _PyLong_AsByteArray, which cost as much as the rest of writing a record. */
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        if (overflow || PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
             PyErr_Format(PyExc_ValueError, "%s must be an int64", what);
         }
@@ -614,7 +617,8 @@ write_records(PyObject *module, PyObject *args)
     long long base_ts_arg;
     if (!PyArg_ParseTuple(args, "OOL:write_records", &rows, &deltas, &base_ts_arg))
         return NULL;
-    int64_t base_ts = base_ts_arg, max_ts = base_ts;
+    int64_t base_ts = base_ts_arg, max_ts = base_ts, last_ts = 0;
+    PyObject *last_ts_obj = NULL;
     PyObject *row_seq = PySequence_Fast(rows, "rows must be a sequence"), *delta_seq = NULL;
     PyObject *result = NULL;
     Out o = {NULL, 0, 0};
@@ -639,9 +643,14 @@ write_records(PyObject *module, PyObject *args)
                             "each row must be a (key, value, headers, timestamp) tuple");
             goto done;
         }
-        int64_t ts = 0, delta = i;
-        if (as_int64(PyTuple_GET_ITEM(row, 3), &ts, "a timestamp") < 0)
-            goto done;
+        int64_t ts = last_ts, delta = i;
+        /* A producer's records share timestamp ints (the accumulator makes one a millisecond). */
+        if (PyTuple_GET_ITEM(row, 3) != last_ts_obj) {
+            if (as_int64(PyTuple_GET_ITEM(row, 3), &ts, "a timestamp") < 0)
+                goto done;
+            Py_XSETREF(last_ts_obj, Py_NewRef(PyTuple_GET_ITEM(row, 3)));
+            last_ts = ts;
+        }
         if (delta_seq != NULL
             && as_int64(PySequence_Fast_GET_ITEM(delta_seq, i), &delta, "an offset delta") < 0)
             goto done;
@@ -698,6 +707,7 @@ write_records(PyObject *module, PyObject *args)
     }
 done:
     PyMem_Free(o.data);
+    Py_XDECREF(last_ts_obj);
     Py_DECREF(row_seq);
     Py_XDECREF(delta_seq);
     return result;
@@ -1179,6 +1189,8 @@ typedef struct {
     PyObject *fallback;                /* send()'s Python path, for the records append declines */
     PyObject *tp_key;                  /* the last (topic, partition) looked up in open */
     Py_ssize_t tp_partition;           /* its partition */
+    PyObject *now;                     /* the int of the last timestamp made, now_ms */
+    int64_t now_ms;
     PyTypeObject *batch_type, *future_type;
     Py_ssize_t records_at, size_at;    /* slots of Batch.records and Batch.size */
     Py_ssize_t batch_at, index_at;     /* slots of RecordFuture._record_batch, _record_index */
@@ -1239,6 +1251,7 @@ acc_clear(Accumulator *self)
     Py_CLEAR(self->open);
     Py_CLEAR(self->tp_key);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->now);
     Py_CLEAR(self->batch_type);
     Py_CLEAR(self->future_type);
     return 0;
@@ -1481,12 +1494,18 @@ acc_try(Accumulator *self, PyObject *const *args)
         Py_RETURN_NONE;
     PyObject *ts_obj = timestamp == Py_None ? NULL : Py_NewRef(timestamp);
     if (ts_obj == NULL) {
+        /* One int a millisecond, shared by the records sent in it. */
         ts = now_ms();
         if (ts < 0)
             Py_RETURN_NONE;
-        ts_obj = PyLong_FromLongLong(ts);
-        if (ts_obj == NULL)
-            return NULL;
+        if (self->now == NULL || self->now_ms != ts) {
+            PyObject *made = PyLong_FromLongLong(ts);
+            if (made == NULL)
+                return NULL;
+            Py_XSETREF(self->now, made);
+            self->now_ms = ts;
+        }
+        ts_obj = Py_NewRef(self->now);
     }
     PyObject *row = PyTuple_Pack(4, key, value, headers, ts_obj);
     Py_DECREF(ts_obj);

@@ -198,6 +198,20 @@ def test_both_writers_write_the_same_bytes(rows: list[tuple], gaps: list[int],
 
 
 @needs_native
+def test_rows_sharing_timestamp_ints_write_as_rows_with_their_own() -> None:
+    """The producer's accumulator gives the records of one millisecond the same int object;
+    the C writer converts it once and must still see each change."""
+    stamps = [1_795_548_515_492, 1_795_548_515_492, 1_795_548_515_493, 7, 1_795_548_515_492]
+    shared = {ts: ts for ts in stamps}
+    rows = [(None, b"v%d" % i, None, shared[ts]) for i, ts in enumerate(stamps)]
+    own = [(None, b"v%d" % i, None, int(str(ts))) for i, ts in enumerate(stamps)]
+    assert batch_write._records_native(rows, None, 7) == batch_write._records(own, None, 7)
+    for past in (2**63, -2**63 - 1):
+        with pytest.raises(ValueError, match="timestamp must be an int64"):
+            batch_write._records_native([rows[0], (None, b"v", None, past)], None, 7)
+
+
+@needs_native
 def test_the_c_writer_refuses_what_is_not_bytes_like_python() -> None:
     for bad in [("k", b"v", None, 0), (None, 5, None, 0), (None, b"v", [("h", "s")], 0)]:
         with pytest.raises(TypeError):
