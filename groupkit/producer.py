@@ -86,14 +86,14 @@ class Producer:
         self._lock = make_lock()
         self._wake = threading.Condition(self._lock)
         self._space = threading.Condition(self._lock)
-        self._open: dict[tuple[str, int], Batch] = {}
         self._ready: collections.deque[Batch] = collections.deque()
         self._incomplete: set[Batch] = set()
         self._in_flight: dict[int, int] = collections.defaultdict(int)
         self._partitions: dict[str, tuple[int, list[int]]] = {}
         self._outcomes: list[tuple[Batch, tuple[int, int] | BaseException]] = []
         # The common send() in one call (C when built), and the bytes queued (``buffered``).
-        self._acc = make_accumulator(self._lock, self._partitions, self._sticky_now, self._open,
+        # The open batches are the accumulator's (get_open, set_open, seal_open, ...).
+        self._acc = make_accumulator(self._lock, self._partitions, self._sticky_now,
                                      self.config.batch_size, self.config.buffer_memory,
                                      self._send)
         self._append = self._acc.append
@@ -164,7 +164,7 @@ class Producer:
                         partition = self._sticky_now[topic] = self._sticky.pick(
                             topic, available or list(range(count)))
             tp = (topic, partition)
-            batch = self._open.get(tp)
+            batch = self._acc.get_open(tp)
             if batch is None or batch.size + size > self.config.batch_size:
                 batch = self._new_batch(tp, batch)
             future = batch.append((key, value, headers, timestamp_ms), size)
@@ -178,15 +178,14 @@ class Producer:
             self._seal(tp, full)
         now = time.monotonic()
         batch = Batch(tp[0], tp[1], now, now + self.config.delivery_timeout_ms / 1000)
-        self._open[tp] = batch
+        self._acc.set_open(tp, batch)
         self._incomplete.add(batch)
         self._wake.notify()
         return batch
 
     def _seal(self, tp: tuple[str, int], batch: Batch) -> None:
         """Move an open batch to the ready queue (the lock is held)."""
-        if self._open.get(tp) is batch:
-            del self._open[tp]
+        self._acc.seal_open(tp, batch)
         self._ready.append(batch)
         if self._sticky_now.get(tp[0]) == tp[1]:
             del self._sticky_now[tp[0]]
@@ -304,7 +303,7 @@ class Producer:
         with self._lock:
             left = list(self._incomplete)
             self._incomplete.clear()
-            self._open.clear()
+            self._acc.clear_open()
             self._ready.clear()
         for batch in left:
             if not batch.future.done():
@@ -360,7 +359,7 @@ class Producer:
         is due for a refresh)."""
         linger = self.config.linger_ms / 1000
         wake_at: float | None = None
-        for tp, batch in list(self._open.items()):
+        for tp, batch in self._acc.open_batches():
             if self._flushing or batch.created + linger <= now:
                 self._seal(tp, batch)
             elif wake_at is None or batch.created + linger < wake_at:

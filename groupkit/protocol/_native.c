@@ -1185,10 +1185,12 @@ typedef struct {
     Lock *own_lock;                    /* the producer lock when it is a Lock, else NULL */
     PyObject *partitions;              /* topic -> (partition count, available partitions) */
     PyObject *sticky;                  /* topic -> its sticky partition (null keys) */
-    PyObject *open;                    /* (topic, partition) -> its open Batch */
+    PyObject *open;                    /* (topic, partition) -> its open Batch; changed only
+                                          by the methods below, which drop tp_batch */
     PyObject *fallback;                /* send()'s Python path, for the records append declines */
     PyObject *tp_key;                  /* the last (topic, partition) looked up in open */
     Py_ssize_t tp_partition;           /* its partition */
+    PyObject *tp_batch;                /* its open batch, or NULL: look it up */
     PyObject *now;                     /* the int of the last timestamp made, now_ms */
     int64_t now_ms;
     PyTypeObject *batch_type, *future_type;
@@ -1234,6 +1236,7 @@ acc_traverse(Accumulator *self, visitproc visit, void *arg)
     Py_VISIT(self->sticky);
     Py_VISIT(self->open);
     Py_VISIT(self->tp_key);
+    Py_VISIT(self->tp_batch);
     Py_VISIT(self->fallback);
     Py_VISIT(self->batch_type);
     Py_VISIT(self->future_type);
@@ -1250,6 +1253,7 @@ acc_clear(Accumulator *self)
     Py_CLEAR(self->sticky);
     Py_CLEAR(self->open);
     Py_CLEAR(self->tp_key);
+    Py_CLEAR(self->tp_batch);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->now);
     Py_CLEAR(self->batch_type);
@@ -1268,13 +1272,13 @@ acc_dealloc(Accumulator *self)
 static int
 acc_init(Accumulator *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"lock", "partitions", "sticky", "open", "batch_type",
-                             "future_type", "batch_size", "buffer_memory", "fallback", NULL};
-    PyObject *lock, *partitions, *sticky, *open, *batch_type, *future_type, *fallback = NULL;
+    static char *kwlist[] = {"lock", "partitions", "sticky", "batch_type", "future_type",
+                             "batch_size", "buffer_memory", "fallback", NULL};
+    PyObject *lock, *partitions, *sticky, *batch_type, *future_type, *fallback = NULL;
     Py_ssize_t batch_size, buffer_memory;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!O!O!O!nn|O:Accumulator", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO!O!O!O!nn|O:Accumulator", kwlist,
                                      &lock, &PyDict_Type, &partitions, &PyDict_Type, &sticky,
-                                     &PyDict_Type, &open, &PyType_Type, &batch_type,
+                                     &PyType_Type, &batch_type,
                                      &PyType_Type, &future_type, &batch_size, &buffer_memory,
                                      &fallback))
         return -1;
@@ -1298,8 +1302,10 @@ acc_init(Accumulator *self, PyObject *args, PyObject *kwargs)
         return -1;
     PyObject *acquire = PyObject_GetAttrString(lock, "acquire");
     PyObject *release = acquire == NULL ? NULL : PyObject_GetAttrString(lock, "release");
-    if (release == NULL) {
+    PyObject *open = release == NULL ? NULL : PyDict_New();
+    if (open == NULL) {
         Py_XDECREF(acquire);
+        Py_XDECREF(release);
         return -1;
     }
     acc_clear(self);
@@ -1307,7 +1313,7 @@ acc_init(Accumulator *self, PyObject *args, PyObject *kwargs)
     self->release = release;
     self->partitions = Py_NewRef(partitions);
     self->sticky = Py_NewRef(sticky);
-    self->open = Py_NewRef(open);
+    self->open = open;
     self->batch_type = (PyTypeObject *)Py_NewRef(batch_type);
     self->future_type = (PyTypeObject *)Py_NewRef(future_type);
     self->fallback = Py_XNewRef(fallback);
@@ -1391,10 +1397,16 @@ acc_append_locked(Accumulator *self, PyObject *topic, Py_ssize_t partition, PyOb
         PyObject_GC_UnTrack(tp);
         Py_XSETREF(self->tp_key, tp);
         self->tp_partition = partition;
+        Py_CLEAR(self->tp_batch);
     }
-    PyObject *batch = PyDict_GetItemWithError(self->open, tp);
-    if (batch == NULL)
-        return PyErr_Occurred() ? -1 : 0;
+    /* Its open batch, as the last record found it unless the open batches changed since. */
+    PyObject *batch = self->tp_batch;
+    if (batch == NULL) {
+        batch = PyDict_GetItemWithError(self->open, tp);
+        if (batch == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        self->tp_batch = Py_NewRef(batch);
+    }
     if (!Py_IS_TYPE(batch, self->batch_type))
         return 0;
     PyObject *records = SLOT(batch, self->records_at), *held = SLOT(batch, self->size_at);
@@ -1599,7 +1611,8 @@ static PyObject *send_names[6];
 PyDoc_STRVAR(acc_send_doc,
 "send($self, /, topic, value, key=None, partition=None, headers=None, timestamp_ms=None)\n"
 "--\n\n"
-"Producer.send: append() for the common record, the producer's Python path for the rest.");
+"Producer.send (see its documentation): queue one record and return its future. The common\n"
+"record is appended here, as append() does; the rest go to the producer's Python path.");
 
 static PyObject *
 acc_send(Accumulator *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
@@ -1651,8 +1664,93 @@ acc_send(Accumulator *self, PyObject *const *args, Py_ssize_t nargs, PyObject *k
     return PyObject_Vectorcall(self->fallback, a, 6, NULL);
 }
 
+/* The open batches: the producer changes them only through these (with its lock held), so
+ * that the batch append() remembers is dropped whenever they change. */
+
+static PyObject *
+acc_get_open(Accumulator *self, PyObject *tp)
+{
+    if (self->open == NULL)
+        Py_RETURN_NONE;
+    PyObject *batch = PyDict_GetItemWithError(self->open, tp);
+    if (batch == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    return Py_NewRef(batch);
+}
+
+static PyObject *
+acc_set_open(Accumulator *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "set_open takes (topic, partition) and a batch");
+        return NULL;
+    }
+    if (self->open == NULL) {
+        PyErr_SetString(PyExc_TypeError, "Accumulator.__init__ was not called");
+        return NULL;
+    }
+    Py_CLEAR(self->tp_batch);
+    if (PyDict_SetItem(self->open, args[0], args[1]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+acc_seal_open(Accumulator *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "seal_open takes (topic, partition) and a batch");
+        return NULL;
+    }
+    if (self->open == NULL)
+        Py_RETURN_FALSE;
+    PyObject *batch = PyDict_GetItemWithError(self->open, args[0]);
+    if (batch == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_FALSE;
+    }
+    if (batch != args[1])
+        Py_RETURN_FALSE;
+    Py_CLEAR(self->tp_batch);
+    if (PyDict_DelItem(self->open, args[0]) < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+acc_open_batches(Accumulator *self, PyObject *unused)
+{
+    if (self->open == NULL)
+        return PyList_New(0);
+    return PyMapping_Items(self->open);
+}
+
+static PyObject *
+acc_clear_open(Accumulator *self, PyObject *unused)
+{
+    Py_CLEAR(self->tp_batch);
+    if (self->open != NULL)
+        PyDict_Clear(self->open);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef acc_methods[] = {
     {"append", (PyCFunction)(void (*)(void))acc_append, METH_FASTCALL, acc_append_doc},
+    {"get_open", (PyCFunction)acc_get_open, METH_O,
+     "get_open($self, tp, /)\n--\n\nThe open batch of (topic, partition), or None."},
+    {"set_open", (PyCFunction)(void (*)(void))acc_set_open, METH_FASTCALL,
+     "set_open($self, tp, batch, /)\n--\n\nMake ``batch`` the open batch of (topic, partition)."},
+    {"seal_open", (PyCFunction)(void (*)(void))acc_seal_open, METH_FASTCALL,
+     "seal_open($self, tp, batch, /)\n--\n\nStop appending to ``batch`` if it is the open "
+     "batch of (topic, partition); whether it was."},
+    {"open_batches", (PyCFunction)acc_open_batches, METH_NOARGS,
+     "open_batches($self, /)\n--\n\nThe ((topic, partition), batch) pairs open now."},
+    {"clear_open", (PyCFunction)acc_clear_open, METH_NOARGS,
+     "clear_open($self, /)\n--\n\nForget every open batch (close())."},
     {"send", (PyCFunction)(void (*)(void))acc_send, METH_FASTCALL | METH_KEYWORDS, acc_send_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -1666,8 +1764,8 @@ static PyMemberDef acc_members[] = {
 };
 
 PyDoc_STRVAR(acc_doc,
-"Accumulator(lock, partitions, sticky, open, batch_type, future_type, batch_size,\n"
-"            buffer_memory, fallback=None)\n\n"
+"Accumulator(lock, partitions, sticky, batch_type, future_type, batch_size, buffer_memory,\n"
+"            fallback=None)\n\n"
 "Producer.send()'s common case in C; see groupkit.runtime.accumulator.Accumulator.");
 
 static PyTypeObject AccumulatorType = {

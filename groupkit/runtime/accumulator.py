@@ -6,8 +6,11 @@ whose batch is open with room to spare and for which ``buffer_memory`` has room;
 under the producer's lock and returns its RecordFuture. For every other record (a new topic or
 batch, a full batch or buffer, arguments of the wrong type, a closing producer) it returns None
 and Producer takes its general Python path, which names the error or does the rest. It also
-keeps the two counts that path shares: ``buffered`` (bytes queued, against buffer_memory) and
-``closing``.
+keeps what that path shares with it: ``buffered`` (bytes queued, against buffer_memory),
+``closing``, and the open batches (one per partition at most), which the producer changes only
+through its methods, so the C one can remember the batch it last appended to. The C one also
+has ``send``, with Producer.send's signature: append, and for what append declines the
+producer's Python path, in one call from the application.
 
 The C twin (``groupkit.protocol._native.Accumulator``) runs when the extension is built; this
 one is the reference the tests hold it to, and what runs without the extension.
@@ -36,6 +39,16 @@ class AccumulatorLike(Protocol):
     def append(self, topic: str, value: Any, key: Any, partition: Any, headers: Any,
                timestamp_ms: Any, /) -> RecordFuture | None: ...
 
+    def get_open(self, tp: tuple[str, int], /) -> Batch | None: ...
+
+    def set_open(self, tp: tuple[str, int], batch: Batch, /) -> None: ...
+
+    def seal_open(self, tp: tuple[str, int], batch: Batch, /) -> bool: ...
+
+    def open_batches(self) -> list[tuple[tuple[str, int], Batch]]: ...
+
+    def clear_open(self) -> None: ...
+
     @property
     def send(self) -> Callable[..., Any] | None:
         """Producer.send in one call (append, else the fallback), or None where there is none."""
@@ -50,12 +63,11 @@ class Accumulator:
     send: ClassVar[None] = None
 
     def __init__(self, lock: threading.Lock, partitions: dict[str, tuple[int, list[int]]],
-                 sticky: dict[str, int], open: dict[tuple[str, int], Batch], batch_size: int,
-                 buffer_memory: int) -> None:
+                 sticky: dict[str, int], batch_size: int, buffer_memory: int) -> None:
         self._lock = lock
         self._partitions = partitions
         self._sticky = sticky
-        self._open = open
+        self._open: dict[tuple[str, int], Batch] = {}
         self._batch_size = batch_size
         self._buffer_memory = buffer_memory
         self.buffered = 0
@@ -119,6 +131,32 @@ class Accumulator:
             self.buffered += size
             return future
 
+    # The open batches, one per (topic, partition) at most, changed with the producer's lock
+    # held. They are the accumulator's so that the C one can remember the last it used.
+
+    def get_open(self, tp: tuple[str, int], /) -> Batch | None:
+        """The open batch of (topic, partition), or None."""
+        return self._open.get(tp)
+
+    def set_open(self, tp: tuple[str, int], batch: Batch, /) -> None:
+        """Make ``batch`` the open batch of (topic, partition)."""
+        self._open[tp] = batch
+
+    def seal_open(self, tp: tuple[str, int], batch: Batch, /) -> bool:
+        """Stop appending to ``batch`` if it is the open batch of (topic, partition)."""
+        if tp not in self._open or self._open[tp] is not batch:
+            return False
+        del self._open[tp]
+        return True
+
+    def open_batches(self) -> list[tuple[tuple[str, int], Batch]]:
+        """The ((topic, partition), batch) pairs open now."""
+        return list(self._open.items())
+
+    def clear_open(self) -> None:
+        """Forget every open batch (close())."""
+        self._open.clear()
+
 
 #: The C accumulator's class, or None without the extension (tests set it to None).
 NativeAccumulator: Any = None if native.module is None else native.module.Accumulator
@@ -134,14 +172,12 @@ def make_lock() -> threading.Lock:
 
 
 def make_accumulator(lock: threading.Lock, partitions: dict[str, tuple[int, list[int]]],
-                     sticky: dict[str, int], open: dict[tuple[str, int], Batch],
-                     batch_size: int, buffer_memory: int,
+                     sticky: dict[str, int], batch_size: int, buffer_memory: int,
                      fallback: Callable[..., Any]) -> AccumulatorLike:
     """The C accumulator when the extension is built (its send() hands what append declines
     to ``fallback``), else the Python one."""
     if NativeAccumulator is not None:
-        made: AccumulatorLike = NativeAccumulator(lock, partitions, sticky, open, Batch,
-                                                  RecordFuture, batch_size, buffer_memory,
-                                                  fallback)
+        made: AccumulatorLike = NativeAccumulator(lock, partitions, sticky, Batch, RecordFuture,
+                                                  batch_size, buffer_memory, fallback)
         return made
-    return Accumulator(lock, partitions, sticky, open, batch_size, buffer_memory)
+    return Accumulator(lock, partitions, sticky, batch_size, buffer_memory)

@@ -45,27 +45,29 @@ class Twin:
         self.lock = lock
         self.partitions: dict[str, tuple[int, list[int]]] = {}
         self.sticky: dict[str, int] = {}
-        self.open: dict[tuple[str, int], Batch] = {}
         self.batches: list[Batch] = []
-        args = (self.lock, self.partitions, self.sticky, self.open, batch_size, buffer)
         self.acc: AccumulatorLike
         if kind == "c":
             assert native.module is not None
-            self.acc = native.module.Accumulator(self.lock, self.partitions, self.sticky,
-                                                 self.open, Batch, RecordFuture, batch_size,
-                                                 buffer)
+            self.acc = native.module.Accumulator(self.lock, self.partitions, self.sticky, Batch,
+                                                 RecordFuture, batch_size, buffer)
         else:
-            self.acc = Accumulator(*args)
+            self.acc = Accumulator(self.lock, self.partitions, self.sticky, batch_size, buffer)
 
     def open_batch(self, topic: str, partition: int) -> Batch:
         batch = Batch(topic, partition, 0.0, 10.0)
-        self.open[topic, partition] = batch
+        self.acc.set_open((topic, partition), batch)
         self.batches.append(batch)
+        return batch
+
+    def open(self, topic: str, partition: int) -> Batch:
+        batch = self.acc.get_open((topic, partition))
+        assert batch is not None
         return batch
 
     def state(self) -> tuple[Any, ...]:
         return (self.acc.buffered, dict(self.sticky),
-                sorted((tp, self.batches.index(b)) for tp, b in self.open.items()),
+                sorted((tp, self.batches.index(b)) for tp, b in self.acc.open_batches()),
                 [(b.topic, b.partition, b.size, b.records) for b in self.batches])
 
 
@@ -90,18 +92,18 @@ def test_a_common_record_lands_in_its_open_batch(kind: str) -> None:
     before = time.time_ns() // 1_000_000
     future = twin.acc.append("t", b"value", None, None, None, None)
     after = time.time_ns() // 1_000_000
-    batch = twin.open["t", 1]
+    batch = twin.open("t", 1)
     assert isinstance(future, RecordFuture) and not future.done()
     ((key, value, headers, ts),) = batch.records
     assert (key, value, headers) == (None, b"value", None) and before <= ts <= after
     assert batch.size == twin.acc.buffered == 16 + 5
-    home = twin.open["t", partition_for_key(b"key", 3)]
+    home = twin.open("t", partition_for_key(b"key", 3))
     held = home.size
     keyed = twin.acc.append("t", b"v", b"key", None, [("h", b"x"), ("n", None)], 7)
     assert home.records[-1] == (b"key", b"v", [("h", b"x"), ("n", None)], 7)
     assert home.size - held == 16 + 1 + 3 + (1 + 1 + 4) + (1 + 4)
     chosen = twin.acc.append("t", None, None, 2, [], 8)
-    assert twin.open["t", 2].records[-1] == (None, None, [], 8)
+    assert twin.open("t", 2).records[-1] == (None, None, [], 8)
     assert twin.acc.buffered == sum(b.size for b in twin.batches)
     for b in twin.batches:
         b.complete((100, -1))
@@ -148,7 +150,7 @@ def test_declined_without_a_batch_a_sticky_partition_or_when_closing(kind: str) 
     del twin.sticky["t"]
     assert twin.acc.append("t", b"v", None, None, None, None) is None
     twin.sticky["t"] = 1
-    del twin.open["t", 1]
+    assert twin.acc.seal_open(("t", 1), twin.open("t", 1))
     assert twin.acc.append("t", b"v", None, None, None, None) is None
     twin.open_batch("t", 1)
     twin.acc.closing = True
@@ -167,9 +169,9 @@ def test_it_waits_for_a_threading_lock(kind: str) -> None:
             target=lambda: appended.append(twin.acc.append("t", b"v", None, 0, None, 1)))
         worker.start()
         worker.join(0.2)
-        assert worker.is_alive() and not twin.open["t", 0].records
+        assert worker.is_alive() and not twin.open("t", 0).records
     worker.join(10)
-    assert isinstance(appended[0], RecordFuture) and len(twin.open["t", 0].records) == 1
+    assert isinstance(appended[0], RecordFuture) and len(twin.open("t", 0).records) == 1
 
 
 VALUES = st.one_of(st.none(), st.binary(max_size=40))
@@ -186,6 +188,7 @@ CHANGES = st.one_of(
     st.tuples(st.just("learn"), st.sampled_from(["t", "u"]), st.integers(1, 4)),
     st.tuples(st.just("release"), st.integers(0, 3000)),
     st.tuples(st.just("closing"), st.booleans()),
+    st.tuples(st.just("clear")),
 )
 
 
@@ -199,7 +202,11 @@ def _run(twin: Twin, ops: list[tuple[Any, ...]]) -> list[Any]:
         elif op[0] == "open":
             twin.open_batch(op[1], op[2])
         elif op[0] == "seal":
-            twin.open.pop((op[1], op[2]), None)
+            batch = twin.acc.get_open((op[1], op[2]))
+            assert twin.acc.seal_open((op[1], op[2]), Batch("x", 0, 0.0, 0.0)) is False
+            assert twin.acc.seal_open((op[1], op[2]), batch) is (batch is not None)
+        elif op[0] == "clear":
+            twin.acc.clear_open()
         elif op[0] == "sticky":
             twin.sticky[op[1]] = op[2]
         elif op[0] == "unstick":
@@ -233,6 +240,7 @@ def test_murmur2_in_c_matches_python(data: bytes) -> None:
 def test_the_c_accumulator_leaks_no_references() -> None:
     twin = _ready("c", 10**9, 10**9)
     value, key, headers = b"v" * 10, b"k", [("h", b"x")]
+    gc.collect()
     counts = [sys.getrefcount(o) for o in (value, key, headers, Batch, RecordFuture)]
     for i in range(2000):
         future = twin.acc.append("t", value, key if i % 2 else None, None,
@@ -260,13 +268,13 @@ def test_the_c_accumulator_refuses_unfit_types() -> None:
         size = 0
 
     with pytest.raises(TypeError, match="has no slot records"):
-        native.module.Accumulator(lock, d(), d(), d(), Plain, RecordFuture, 10, 10)
+        native.module.Accumulator(lock, d(), d(), Plain, RecordFuture, 10, 10)
     with pytest.raises(TypeError, match="Dicty.records is not a writable object slot"):
-        native.module.Accumulator(lock, d(), d(), d(), Dicty, RecordFuture, 10, 10)
+        native.module.Accumulator(lock, d(), d(), Dicty, RecordFuture, 10, 10)
     with pytest.raises(TypeError, match="has no slot _record_batch"):
-        native.module.Accumulator(lock, d(), d(), d(), Batch, Batch, 10, 10)
+        native.module.Accumulator(lock, d(), d(), Batch, Batch, 10, 10)
     with pytest.raises(TypeError):
-        native.module.Accumulator(lock, [], d(), d(), Batch, RecordFuture, 10, 10)
+        native.module.Accumulator(lock, [], d(), Batch, RecordFuture, 10, 10)
     unready = native.module.Accumulator.__new__(native.module.Accumulator)
     assert unready.append("t", b"v", None, None, None, None) is None
 
@@ -281,12 +289,14 @@ def test_the_c_send_takes_send_arguments_and_hands_declined_records_to_the_fallb
         handed.append(args)
         return "fallback"
 
-    acc = native.module.Accumulator(twin.lock, twin.partitions, twin.sticky, twin.open, Batch,
+    acc = native.module.Accumulator(twin.lock, twin.partitions, twin.sticky, Batch,
                                     RecordFuture, BATCH_SIZE, BUFFER, fallback)
+    for tp, batch in twin.acc.open_batches():
+        acc.set_open(tp, batch)
     assert isinstance(acc.send("t", b"v"), RecordFuture)
     assert isinstance(acc.send(value=b"v", topic="t", timestamp_ms=5, key=b"k"), RecordFuture)
     assert isinstance(acc.send("t", b"v", None, 2, [("h", None)], 9), RecordFuture)
-    assert twin.open["t", 2].records[-1] == (None, b"v", [("h", None)], 9)
+    assert twin.open("t", 2).records[-1] == (None, b"v", [("h", None)], 9)
     assert acc.send("t", "text", partition=1) == "fallback"
     assert acc.send("new", None, headers=[]) == "fallback"
     assert handed == [("t", "text", None, 1, None, None), ("new", None, None, None, [], None)]
@@ -298,15 +308,15 @@ def test_the_c_send_takes_send_arguments_and_hands_declined_records_to_the_fallb
             (lambda: acc.send("t", b"v", None, None, None, None, None), "at most 6 arguments")]:
         with pytest.raises(TypeError, match=message):
             call()
-    bare = native.module.Accumulator(twin.lock, {}, {}, {}, Batch, RecordFuture, 10, 10)
+    bare = native.module.Accumulator(twin.lock, {}, {}, Batch, RecordFuture, 10, 10)
     with pytest.raises(TypeError, match="no fallback"):
         bare.send("t", b"v")
     with pytest.raises(TypeError, match="fallback must be callable"):
-        native.module.Accumulator(twin.lock, {}, {}, {}, Batch, RecordFuture, 10, 10, 5)
+        native.module.Accumulator(twin.lock, {}, {}, Batch, RecordFuture, 10, 10, 5)
 
 
 def test_make_accumulator_takes_the_c_one_when_built(monkeypatch: pytest.MonkeyPatch) -> None:
-    args = (threading.Lock(), {}, {}, {}, 100, 100, print)
+    args = (threading.Lock(), {}, {}, 100, 100, print)
     built = make_accumulator(*args)
     assert isinstance(built, Accumulator) is (not native.available)
     assert (type(make_lock()) is type(threading.Lock())) is (not native.available)
@@ -324,7 +334,7 @@ def test_with_its_lock_held_elsewhere_the_c_accumulator_declines() -> None:
             target=lambda: got.append(twin.acc.append("t", b"v", None, 0, None, 1)))
         worker.start()
         worker.join(10)
-    assert got == [None] and not twin.open["t", 0].records and not twin.lock.locked()
+    assert got == [None] and not twin.open("t", 0).records and not twin.lock.locked()
     assert twin.acc.append("t", b"v", None, 0, None, 1) is not None
 
 
@@ -418,8 +428,26 @@ def test_records_of_one_millisecond_share_their_timestamp(kind: str) -> None:
     twin = _ready(kind, 10**9, 10**9)
     for _ in range(50):
         twin.acc.append("t", b"v", None, None, None, None)
-    stamps = [row[3] for row in twin.open["t", 1].records]
+    stamps = [row[3] for row in twin.open("t", 1).records]
     assert stamps == sorted(stamps) and stamps[-1] - stamps[0] < 1000
     if kind == "c":
         # Equal stamps are one int (the C writer converts it once); Python makes each anew.
         assert all(a is b for a, b in itertools.pairwise(stamps) if a == b)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_sealed_batch_takes_no_more_records(kind: str) -> None:
+    """The C accumulator remembers the batch it last appended to; sealing must end that."""
+    twin = _ready(kind)
+    first = twin.open("t", 1)
+    assert twin.acc.append("t", b"a", None, None, None, 1) is not None
+    assert twin.acc.seal_open(("t", 1), first) and twin.acc.get_open(("t", 1)) is None
+    assert twin.acc.append("t", b"b", None, None, None, 2) is None
+    second = twin.open_batch("t", 1)
+    assert twin.acc.append("t", b"c", None, None, None, 3) is not None
+    twin.acc.set_open(("t", 1), third := Batch("t", 1, 0.0, 10.0))
+    assert twin.acc.append("t", b"d", None, None, None, 4) is not None
+    twin.acc.clear_open()
+    assert twin.acc.append("t", b"e", None, None, None, 5) is None
+    assert [[r[1] for r in b.records] for b in (first, second, third)] == [[b"a"], [b"c"], [b"d"]]
+    assert twin.acc.open_batches() == []
