@@ -668,8 +668,9 @@ write_records(PyObject *module, PyObject *args)
         int has_headers = headers != Py_None && PyObject_IsTrue(headers);
         Py_ssize_t body = 1 + varint_size(ts_delta) + varint_size(delta) + field_size(&key)
                           + field_size(&value);
-        /* The length varint goes first: with headers, write them after a gap of the widest
-         * length varint and close it up once their size is known. */
+        /* The length varint goes first. Without headers the size is known now; with them,
+         * write them after a gap of the widest length varint and close it up once their size
+         * is known. */
         if (has_headers < 0 || reserve(&o, 10 + body + 1) < 0) {
             field_release(&key);
             field_release(&value);
@@ -677,6 +678,8 @@ write_records(PyObject *module, PyObject *args)
         }
         Py_ssize_t at = o.len;
         char *p = o.data + at + 10;
+        if (!has_headers)
+            p = put_varint(o.data + at, body + 1);
         *p++ = 0; /* attributes */
         p = put_varint(p, ts_delta);
         p = put_varint(p, delta);
@@ -684,16 +687,15 @@ write_records(PyObject *module, PyObject *args)
         p = put_field(p, &value);
         field_release(&key);
         field_release(&value);
+        if (!has_headers) {
+            *p++ = 0; /* no headers */
+            o.len = p - o.data;
+            continue;
+        }
         o.len = p - o.data;
-        Py_ssize_t header_bytes = 1;
-        if (has_headers) {
-            header_bytes = write_headers(&o, headers);
-            if (header_bytes < 0)
-                goto done;
-        }
-        else {
-            o.data[o.len++] = 0;
-        }
+        Py_ssize_t header_bytes = write_headers(&o, headers);
+        if (header_bytes < 0)
+            goto done;
         Py_ssize_t size = body + header_bytes;
         int width = varint_size(size);
         char *start = o.data + at;
