@@ -211,6 +211,36 @@ def test_rows_sharing_timestamp_ints_write_as_rows_with_their_own() -> None:
             batch_write._records_native([rows[0], (None, b"v", None, past)], None, 7)
 
 
+plain_row = st.tuples(st.none() | st.binary(max_size=30),
+                      st.none() | st.binary(max_size=40) | st.binary(min_size=2000, max_size=9000),
+                      st.none(), st.integers(min_value=-2**40, max_value=2**45))
+
+
+@needs_native
+@given(rows=st.lists(plain_row, min_size=1, max_size=40), as_tuple=st.booleans())
+def test_producer_rows_write_as_python_writes_them(rows: list[tuple], as_tuple: bool) -> None:
+    """Rows of bytes or None without headers take the C writer's measured path, past 64 KiB
+    with the GIL released."""
+    base_ts = rows[0][3]
+    given_rows = tuple(rows) if as_tuple else rows
+    assert (batch_write._records_native(given_rows, None, base_ts)
+            == batch_write._records(rows, None, base_ts))
+
+
+@needs_native
+def test_rows_that_are_not_plain_take_the_general_c_writer() -> None:
+    long = [(None, b"x" * 1000, None, 5)] * 100
+    # 200 kB of plain rows: written with the GIL released.
+    assert (batch_write._records_native([*long, *long], None, 5)
+            == batch_write._records([*long, *long], None, 5))
+    for odd in [(b"k", bytearray(b"v"), None, 5), (memoryview(b"k"), b"v", None, 5),
+                (None, b"v", [], 5), (None, b"v", [("h", b"x")], 6),
+                (type("B", (bytes,), {})(b"k"), None, None, 5)]:
+        rows = [*long, odd, *long]
+        assert (batch_write._records_native(rows, None, 5)
+                == batch_write._records(rows, None, 5))
+
+
 @needs_native
 def test_the_c_writer_refuses_what_is_not_bytes_like_python() -> None:
     for bad in [("k", b"v", None, 0), (None, 5, None, 0), (None, b"v", [("h", "s")], 0)]:
