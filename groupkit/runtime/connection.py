@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
+import math
 import random
 import socket
 import threading
@@ -89,6 +90,8 @@ class _Link:
     pending: collections.deque[_Pending] = attrs.field(factory=collections.deque)
     versions: dict[int, int] = attrs.field(factory=dict)
     closed: bool = False
+    #: When the watchdog looks at ``pending`` next by itself (inf: only when woken).
+    watch_until: float = math.inf
 
 
 @attrs.define(eq=False)
@@ -374,7 +377,10 @@ class BrokerConnection:
                     link.pending.append(_Pending(correlation_id, request.API_KEY, version,
                                                  type(request).Response, future, now,
                                                  now + timeout, handshake))
-                    link.cond.notify_all()
+                    # Wake the watchdog only if it would look too late: an idle member's
+                    # heartbeats and fetches then cost it no wakeup each.
+                    if now + timeout < link.watch_until:
+                        link.cond.notify_all()
             try:
                 link.sock.sendall(frame)
             except (OSError, ValueError) as exc:
@@ -432,14 +438,19 @@ class BrokerConnection:
         head.future.set_result(response)
 
     def _watch_loop(self, link: _Link) -> None:
+        """Fail the first request past its deadline. It sleeps until the earliest deadline it
+        knows of and is woken only for an earlier one (see ``_send_on``); an answered request
+        is not taken off its schedule, so it may look once in vain, which costs one wakeup per
+        request timeout instead of one per request."""
         with link.cond:
             while not link.closed:
                 now = time.monotonic()
                 expired = next((p for p in link.pending if p.deadline <= now), None)
                 if expired is not None:
                     break
-                wait = min((p.deadline for p in link.pending), default=now + 3600) - now
-                link.cond.wait(wait)
+                link.watch_until = min((p.deadline for p in link.pending), default=math.inf)
+                link.cond.wait(None if link.watch_until == math.inf
+                               else link.watch_until - now)
             else:
                 return
         timeout_ms = round((expired.deadline - expired.sent_at) * 1000)

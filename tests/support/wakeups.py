@@ -1,0 +1,31 @@
+"""How often a thread of this process was scheduled: its context switches, read from /proc.
+
+A thread blocked on a lock or a socket switches only when it is woken, so the count over a
+stretch of work is the number of wakeups that work cost it. Linux only (``available``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+available = sys.platform.startswith("linux")
+
+
+def switches(thread: threading.Thread) -> int:
+    """Voluntary plus involuntary context switches of ``thread`` so far."""
+    assert thread.native_id is not None, "the thread has not started"
+    total = 0
+    status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+    for line in status.splitlines():
+        if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+            total += int(line.split()[1])
+    return total
+
+
+def thread_named(prefix: str) -> threading.Thread:
+    """The one live thread whose name starts with ``prefix``."""
+    found = [t for t in threading.enumerate() if t.name.startswith(prefix)]
+    assert len(found) == 1, f"threads named {prefix}*: {[t.name for t in found]}"
+    return found[0]
