@@ -113,6 +113,8 @@ class GroupRunner:
     _state: MemberState = attrs.field(init=False, default=MemberState.UNJOINED)
     _sent_at: dict[int, tuple[float, str]] = attrs.field(init=False, factory=dict)
     _rebalance_since: float | None = attrs.field(init=False, default=None)
+    #: When the application last polled, until the runner hands it to the machine.
+    _polled_at: float | None = attrs.field(init=False, default=None)
 
     # --- the application's side (any thread) ---------------------------------------------------
 
@@ -162,8 +164,21 @@ class GroupRunner:
         return fence
 
     def application_polled(self) -> None:
-        """The application called poll: restart the poll interval (and rejoin if it expired)."""
-        self._post(self.machine.application_polled)
+        """The application called poll: restart the poll interval (and rejoin if it expired).
+
+        Like Java's ``AbstractCoordinator.pollHeartbeat``, which records the poll and wakes the
+        heartbeat thread only when there is something to do: the time is noted, and the
+        runner gives it to the machine at its next step, before any timer fires (so a poll
+        is never mistaken for an expired interval). Only a member that is not in the group
+        (UNJOINED: the poll is what rejoins) wakes the runner at once, so an application
+        polling a joined member often costs the runner no wakeup.
+        """
+        with self._cond:
+            if self._stopping:
+                return
+            self._polled_at = self.clock()
+            if self._state is MemberState.UNJOINED:
+                self._cond.notify_all()
 
     def revocation_done(self) -> None:
         """The application has given up what a ``Revoked`` listed."""
@@ -231,7 +246,10 @@ class GroupRunner:
         try:
             while True:
                 with self._cond:
-                    while not self._inbox and not self._stopping:
+                    # ``_state`` is read under the lock here and in application_polled, so a
+                    # poll noted as the member turns UNJOINED is never left waiting.
+                    while not self._inbox and not self._stopping and not (
+                            self._polled_at is not None and self._state is MemberState.UNJOINED):
                         timeout = None if self._deadline is None else self._deadline - self.clock()
                         if timeout is not None and timeout <= 0:
                             break
@@ -240,6 +258,7 @@ class GroupRunner:
                         break
                     items = list(self._inbox)
                     self._inbox.clear()
+                    polled, self._polled_at = self._polled_at, None
                 now = self.clock()
                 for item, future in items:
                     if future is None:
@@ -249,6 +268,8 @@ class GroupRunner:
                         item(now)
                     except Exception as exc:
                         future.set_exception(exc)
+                if polled is not None:
+                    self.machine.application_polled(polled)
                 self._step(self.clock())
         except Exception as exc:
             log.exception("the group runner of %s stopped on an internal error",

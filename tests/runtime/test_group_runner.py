@@ -8,6 +8,7 @@ not stop the thread, and the commit-error round trip to the machine.
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from assignors import ClusterView, TopicPartition
 from groupkit.errors import CommitFailedError
-from groupkit.group import Assigned, Coordinator, GroupConfig, GroupMachine, MemberState
+from groupkit.group import Assigned, Coordinator, GroupConfig, GroupMachine, Left, MemberState
 from groupkit.group.consumer_protocol import ConsumerProtocol
 from groupkit.hooks import HeartbeatAnswered, Joined, Synced
 from groupkit.protocol.messages.find_coordinator import (
@@ -35,6 +36,7 @@ from groupkit.protocol.messages.group import (
     SyncGroupResponse,
 )
 from groupkit.runtime.group_runner import GroupRunner
+from tests.support import wakeups
 
 GROUP = "g"
 ILLEGAL_GENERATION = 22
@@ -73,11 +75,13 @@ class ScriptedBroker:
         return LeaveGroupResponse(error_code=0, members=[])
 
 
-def make_runner(hooks: list[Any]) -> tuple[GroupRunner, list[tuple[str, str]], threading.Event]:
+def make_runner(hooks: list[Any], **settings: int
+                ) -> tuple[GroupRunner, list[tuple[str, str]], threading.Event]:
     log: list[tuple[str, str]] = []
     protocol = ConsumerProtocol(["range"], cluster_view=lambda t: ClusterView({"t": 2}))
     protocol.subscribe(["t"])
-    config = GroupConfig(group_id=GROUP, session_timeout_ms=6000, heartbeat_interval_ms=100)
+    config = GroupConfig(group_id=GROUP, **{"session_timeout_ms": 6000,
+                                            "heartbeat_interval_ms": 100, **settings})
     machine = GroupMachine(config, protocol)
     woken = threading.Event()
     any_broker = ScriptedBroker("any", log)
@@ -167,3 +171,46 @@ def test_joining_is_called_as_each_join_group_goes_out_even_if_it_raises() -> No
     # Each call saw exactly the requests sent before its JoinGroup.
     assert calls == [i for i, (_, api) in enumerate(log) if api == "JoinGroupRequest"]
     assert calls
+
+
+# Heartbeats far apart, so the runner sleeps unless something wakes it.
+QUIET = {"session_timeout_ms": 30_000, "heartbeat_interval_ms": 10_000}
+
+
+@pytest.mark.skipif(not wakeups.available, reason="counts context switches in /proc (Linux)")
+def test_polls_of_a_joined_member_keep_it_in_the_group_without_waking_the_runner() -> None:
+    runner, _, woken = make_runner([], max_poll_interval_ms=1000, **QUIET)
+    runner.start()
+    try:
+        wait_for_event(runner, woken, Assigned)
+        thread = wakeups.thread_named(f"groupkit-group-{GROUP}")
+        before = wakeups.switches(thread)
+        # 2.5 poll intervals of polls 50 ms apart (pacing, not waiting for an outcome).
+        for _ in range(50):
+            runner.application_polled()
+            time.sleep(0.05)
+        switched = wakeups.switches(thread) - before
+        # Every noted poll reached the machine before its interval could expire.
+        assert not [e for e in runner.events() if isinstance(e, Left)]
+        assert runner.state is MemberState.STABLE
+        # Woken per poll, the runner switched at least 50 times; now it wakes only when the
+        # interval of the last poll it knows of ends (about every second here).
+        assert switched < 15, switched
+    finally:
+        assert runner.leave(5)
+
+
+def test_a_poll_after_the_poll_interval_expired_rejoins_at_once() -> None:
+    runner, log, woken = make_runner([], max_poll_interval_ms=300, **QUIET)
+    runner.start()
+    try:
+        wait_for_event(runner, woken, Assigned)
+        wait_for_event(runner, woken, Left)
+        assert runner.state is MemberState.UNJOINED
+        joins = [api for _, api in log].count("JoinGroupRequest")
+        # Nothing else is due for 10 s: only the poll itself can wake the runner to rejoin.
+        runner.application_polled()
+        wait_for_event(runner, woken, Assigned)
+        assert [api for _, api in log].count("JoinGroupRequest") == joins + 1
+    finally:
+        runner.leave(5)
