@@ -66,6 +66,8 @@ __all__ = ["BrokerConnection"]
 log = logging.getLogger(__name__)
 
 _RECV_BYTES = 256 * 1024
+#: Frames up to this size are kept for a repeat of the same request (see ``_send_on``).
+_REPEAT_FRAME_BYTES = 16 * 1024
 
 
 @attrs.define(eq=False)
@@ -78,6 +80,8 @@ class _Pending:
     sent_at: float
     deadline: float
     handshake: bool = False
+    #: The same request object as the one sent before it, so its answer may repeat too.
+    repeat: bool = False
 
 
 @attrs.define(eq=False)
@@ -92,6 +96,9 @@ class _Link:
     closed: bool = False
     #: When the watchdog looks at ``pending`` next by itself (inf: only when woken).
     watch_until: float = math.inf
+    #: The last answer to a repeated request: (api key, version, frame after the correlation
+    #: id, decoded response).
+    last_answer: tuple[int, int, bytes, Response] | None = None
 
 
 @attrs.define(eq=False)
@@ -123,6 +130,9 @@ class BrokerConnection:
     _ssl_context: ssl.SSLContext | None = attrs.field(default=None, init=False, repr=False)
     _backoff: Backoff = attrs.field(init=False, repr=False)
     _next_correlation_id: int = attrs.field(default=0, init=False, repr=False)
+    #: The last request written, its version and its frame (if small), for ``_send_on``.
+    _last_sent: tuple[Request, int, bytes | None] | None = attrs.field(
+        default=None, init=False, repr=False)
     _failures: int = attrs.field(default=0, init=False, repr=False)
     _retry_at: float = attrs.field(default=0.0, init=False, repr=False)
     _down_since: float = attrs.field(default=0.0, init=False, repr=False)
@@ -367,7 +377,19 @@ class BrokerConnection:
         with self._write_lock:
             correlation_id = self._next_correlation_id
             self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
-            frame = encode_request_frame(request, version, correlation_id, self.client_id)
+            # A caller that sends the very same request object again (an idle member's
+            # heartbeat, an idle fetch) gets the last frame with its new correlation id
+            # (bytes 8-11, after the size, API key and version) instead of a new encoding.
+            last = self._last_sent
+            repeat = last is not None and last[0] is request and last[1] == version \
+                and last[2] is not None
+            if repeat:
+                assert last is not None and last[2] is not None
+                frame = b"".join((last[2][:8], correlation_id.to_bytes(4, "big"), last[2][12:]))
+            else:
+                frame = encode_request_frame(request, version, correlation_id, self.client_id)
+            self._last_sent = (request, version,
+                               frame if len(frame) <= _REPEAT_FRAME_BYTES else None)
             now = time.monotonic()
             with link.cond:
                 if link.closed:
@@ -376,7 +398,7 @@ class BrokerConnection:
                 if expects_response:
                     link.pending.append(_Pending(correlation_id, request.API_KEY, version,
                                                  type(request).Response, future, now,
-                                                 now + timeout, handshake))
+                                                 now + timeout, handshake, repeat))
                     # Wake the watchdog only if it would look too late: an idle member's
                     # heartbeats and fetches then cost it no wakeup each.
                     if now + timeout < link.watch_until:
@@ -421,7 +443,8 @@ class BrokerConnection:
                     f"the oldest request in flight has {expected}; the stream is out of step, "
                     "so the connection is closed")
         try:
-            response = _decode(frame, head)
+            response = self._decode_repeat(link, frame, head) if head.repeat \
+                else _decode(frame, head)
         except CorruptFrame as exc:
             if not head.handshake:
                 raise
@@ -436,6 +459,20 @@ class BrokerConnection:
                 return
             link.pending.popleft()
         head.future.set_result(response)
+
+    @staticmethod
+    def _decode_repeat(link: _Link, frame: bytes, head: _Pending) -> Response:
+        """The answer to a repeated request: the last one's decoded response when the bytes
+        are the same (an idle fetch, a heartbeat), else a new decoding. Responses are frozen
+        and the callers of repeated requests only read them, so one object may serve twice."""
+        body = frame[4:]
+        last = link.last_answer
+        if last is not None and last[0] == head.api_key and last[1] == head.version \
+                and last[2] == body:
+            return last[3]
+        response = _decode(frame, head)
+        link.last_answer = (head.api_key, head.version, bytes(body), response)
+        return response
 
     def _watch_loop(self, link: _Link) -> None:
         """Fail the first request past its deadline. It sleeps until the earliest deadline it

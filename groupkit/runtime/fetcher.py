@@ -91,6 +91,9 @@ class Fetcher:
     #: What keeps fetching from working, while it lasts (logged once per change).
     _trouble: str | None = attrs.field(init=False, default=None)
     _thread: threading.Thread | None = attrs.field(init=False, default=None)
+    #: The last Fetch sent to each node: an equal one is sent as this same object, which the
+    #: connection neither encodes nor (if the answer repeats too) decodes again.
+    _last_fetch: dict[int, FetchRequest] = attrs.field(init=False, factory=dict)
 
     # --- the application's side ----------------------------------------------------------------
 
@@ -457,6 +460,9 @@ class Fetcher:
             topics=[FetchRequestTopic(topic=t, topic_id=ids[t], partitions=ps)
                     for t, ps in by_topic.items()],
             forgotten_topics_data=[], rack_id=self.config.client_rack or "")
+        if request == self._last_fetch.get(node):
+            request = self._last_fetch[node]
+        self._last_fetch[node] = request
         names: dict[Any, str] = {ids[t] if version >= _TOPIC_IDS else t: t for t in by_topic}
         sent = _Sent(node, version, offsets, names, time.monotonic())
         future = conn.send(request, version, timeout_ms=self.config.request_timeout_ms
@@ -515,8 +521,9 @@ class Fetcher:
                 size += nbytes
                 woke = woke or got > 0 or failed
         self._release(sent, backoff=False)
-        emit(self.hooks, FetchCompleted(sent.node, len(sent.offsets), records, size,
-                                        time.monotonic() - sent.started))
+        if self.hooks:
+            emit(self.hooks, FetchCompleted(sent.node, len(sent.offsets), records, size,
+                                            time.monotonic() - sent.started))
         if woke:
             self._wake()
 

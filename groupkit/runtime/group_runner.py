@@ -115,6 +115,9 @@ class GroupRunner:
     _rebalance_since: float | None = attrs.field(init=False, default=None)
     #: When the application last polled, until the runner hands it to the machine.
     _polled_at: float | None = attrs.field(init=False, default=None)
+    #: The last Heartbeat sent: an equal one goes out as this same object, which the
+    #: connection neither encodes nor (if the answer repeats too) decodes again.
+    _last_heartbeat: HeartbeatRequest | None = attrs.field(init=False, default=None)
 
     # --- the application's side (any thread) ---------------------------------------------------
 
@@ -346,7 +349,11 @@ class GroupRunner:
             except Exception:
                 log.exception("the joining callback failed")
         elif isinstance(request, HeartbeatRequest):
-            self._emit(HeartbeatSent(group_id, request.generation_id))
+            if request == self._last_heartbeat:
+                request = self._last_heartbeat
+            self._last_heartbeat = request
+            if self.hooks:
+                self._emit(HeartbeatSent(group_id, request.generation_id))
         elif isinstance(request, LeaveGroupRequest):
             self._info("leaving group: %s", next(
                 (m.reason for m in request.members if m.reason), "the member is leaving"))
@@ -390,12 +397,13 @@ class GroupRunner:
             "Response")))
         group_id = self.machine.config.group_id
         self.machine.on_response(token, response, now)
-        code = getattr(response, "error_code", 0)
-        self._emit(GroupRequestDone(group_id, api, error_for_code(code).name if code else "",
-                                    now - sent))
-        if isinstance(response, HeartbeatResponse):
-            self._emit(HeartbeatAnswered(group_id, response.error_code, now - sent))
-        elif isinstance(response, JoinGroupResponse) and not response.error_code \
+        if self.hooks:
+            code = getattr(response, "error_code", 0)
+            self._emit(GroupRequestDone(group_id, api, error_for_code(code).name if code else "",
+                                        now - sent))
+            if isinstance(response, HeartbeatResponse):
+                self._emit(HeartbeatAnswered(group_id, response.error_code, now - sent))
+        if isinstance(response, JoinGroupResponse) and not response.error_code \
                 and self.machine.state is MemberState.COMPLETING_REBALANCE:
             leader = response.leader == response.member_id
             self._emit(Joined(group_id, response.member_id, response.generation_id,
