@@ -188,6 +188,12 @@ class GroupMachine:
         """The units this member holds now (empty while revoking or after a loss)."""
         return self._owned
 
+    @property
+    def heartbeat_due(self) -> float | None:
+        """When the next Heartbeat goes out once the one in flight (if any) is answered; None
+        when the member does not heartbeat."""
+        return self._heartbeat_due if self._state in HEARTBEAT_STATES else None
+
     def commit_fence(self) -> CommitFence:
         """The identity to put on an OffsetCommit now.
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -102,6 +103,13 @@ class GroupRunner:
     _cond: threading.Condition = attrs.field(init=False, factory=threading.Condition)
     _inbox: collections.deque[tuple[_Input, Future[Any] | None]] = attrs.field(
         init=False, factory=collections.deque)
+    #: Inputs that need not wake the runner: taken with the inbox at its next wakeup, which
+    #: comes by ``_later_due`` at the latest.
+    _later: collections.deque[_Input] = attrs.field(init=False, factory=collections.deque)
+    _later_due: float = attrs.field(init=False, default=math.inf)
+    #: When the waiting runner wakes by itself (-inf while it runs: it looks at all inputs
+    #: before it waits again).
+    _wake_at: float = attrs.field(init=False, default=-math.inf)
     _events: collections.deque[Output] = attrs.field(init=False, factory=collections.deque)
     _thread: threading.Thread | None = attrs.field(init=False, default=None)
     _stopping: bool = attrs.field(init=False, default=False)
@@ -253,16 +261,25 @@ class GroupRunner:
                     # poll noted as the member turns UNJOINED is never left waiting.
                     while not self._inbox and not self._stopping and not (
                             self._polled_at is not None and self._state is MemberState.UNJOINED):
-                        timeout = None if self._deadline is None else self._deadline - self.clock()
-                        if timeout is not None and timeout <= 0:
+                        wake_at = min(math.inf if self._deadline is None else self._deadline,
+                                      self._later_due)
+                        timeout = wake_at - self.clock()
+                        if timeout <= 0:
                             break
-                        self._cond.wait(timeout)
+                        self._wake_at = wake_at
+                        self._cond.wait(None if wake_at == math.inf else timeout)
+                    self._wake_at = -math.inf
                     if self._stopping:
                         break
+                    later = list(self._later)
+                    self._later.clear()
+                    self._later_due = math.inf
                     items = list(self._inbox)
                     self._inbox.clear()
                     polled, self._polled_at = self._polled_at, None
                 now = self.clock()
+                for input_ in later:
+                    input_(now)
                 for item, future in items:
                     if future is None:
                         item(now)
@@ -311,6 +328,12 @@ class GroupRunner:
         if state in TERMINAL_STATES:
             self._finished.set()
         self._deadline = self.machine.next_deadline()
+        due = self.machine.heartbeat_due
+        if due is not None and now < due and (self._deadline is None or due < self._deadline):
+            # With a Heartbeat in flight the machine waits only for its answer; the runner
+            # wakes when the next one is due anyway, to read a successful answer then
+            # (see ``_answered``) and send on time.
+            self._deadline = due
 
     def _carry_out(self, out: Output, now: float) -> None:
         if isinstance(out, Send):
@@ -364,8 +387,9 @@ class GroupRunner:
             self._post(partial(self.machine.on_request_failed, out.token, exc))
             return
         self._sent_at[out.token] = (now, type(request).__name__.removesuffix("Request"))
+        due = self.machine.heartbeat_due if isinstance(request, HeartbeatRequest) else None
         future = conn.send(request, timeout_ms=out.timeout_ms)
-        future.add_done_callback(lambda f: self._answered(out.token, f))
+        future.add_done_callback(lambda f: self._answered(out.token, f, due))
 
     def _route(self, destination: Destination, purpose: str) -> BrokerConnection:
         if destination is Destination.ANY_BROKER:
@@ -377,13 +401,30 @@ class GroupRunner:
             conn = self._connections[purpose] = self.connect(self._coordinator, purpose)
         return conn
 
-    def _answered(self, token: int, future: Future[Any]) -> None:
-        """Runs on a connection's reader thread: hand the outcome to the runner thread."""
+    def _answered(self, token: int, future: Future[Any], due: float | None) -> None:
+        """Runs on a connection's reader thread: hand the outcome to the runner thread.
+
+        A successful answer to a Heartbeat only moves the session deadline on and lets the
+        next Heartbeat go at ``due``: it waits for the runner's next wakeup, due by then (the
+        Java heartbeat thread likewise handles answers in its own loop), so a heartbeat
+        costs the runner one wakeup, not two. It still carries the time it arrived.
+        """
         error = future.exception()
         if error is not None:
             self._post(lambda now: self._failed(token, error, now))
-        else:
-            self._post(lambda now: self._respond(token, future.result(), now))
+            return
+        response = future.result()
+        if due is None or response.error_code:
+            self._post(lambda now: self._respond(token, response, now))
+            return
+        arrived = self.clock()
+        with self._cond:
+            if self._stopping:
+                return
+            self._later.append(lambda now: self._respond(token, response, arrived))
+            self._later_due = min(self._later_due, due)
+            if due < self._wake_at:
+                self._cond.notify_all()
 
     def _failed(self, token: int, error: BaseException, now: float) -> None:
         sent = self._sent_at.pop(token, None)

@@ -207,6 +207,19 @@ def test_heartbeats_go_out_every_interval_and_nothing_happens_between() -> None:
     assert d.machine.next_deadline() == pytest.approx(start + 6.0)
 
 
+def test_heartbeat_due_is_the_next_beat_even_while_one_is_in_flight() -> None:
+    d = Driver.make(heartbeat_interval_ms=3_000)
+    assert d.machine.heartbeat_due is None
+    d.stable()
+    start = d.now
+    assert d.machine.heartbeat_due == pytest.approx(start + 3.0)
+    d.at(start + 3.0)
+    # the runner wakes then to read a successful answer that came meanwhile
+    assert d.machine.heartbeat_due == pytest.approx(start + 6.0)
+    d.machine.leave(d.now)
+    assert d.machine.heartbeat_due is None
+
+
 def test_heartbeats_continue_while_sync_is_pending() -> None:
     d = Driver.make(heartbeat_interval_ms=1_000)
     d.machine.start(d.now)
