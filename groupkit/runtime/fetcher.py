@@ -63,6 +63,7 @@ class _Sent:
     offsets: dict[TopicPartition, tuple[int, int]]
     names: dict[Any, str]
     started: float
+    request: FetchRequest | None = None
 
 
 @attrs.define(eq=False)
@@ -94,6 +95,10 @@ class Fetcher:
     #: The last Fetch sent to each node: an equal one is sent as this same object, which the
     #: connection neither encodes nor (if the answer repeats too) decodes again.
     _last_fetch: dict[int, FetchRequest] = attrs.field(init=False, factory=dict)
+    #: Per node, a Fetch and the answer to it that changed nothing (no records, no errors):
+    #: the same answer to the same request again may be answered by sending it again (see
+    #: ``_resend``) without waking the fetcher thread.
+    _quiet: dict[int, tuple[FetchRequest | None, Any]] = attrs.field(init=False, factory=dict)
 
     # --- the application's side ----------------------------------------------------------------
 
@@ -464,7 +469,7 @@ class Fetcher:
             request = self._last_fetch[node]
         self._last_fetch[node] = request
         names: dict[Any, str] = {ids[t] if version >= _TOPIC_IDS else t: t for t in by_topic}
-        sent = _Sent(node, version, offsets, names, time.monotonic())
+        sent = _Sent(node, version, offsets, names, time.monotonic(), request)
         future = conn.send(request, version, timeout_ms=self.config.request_timeout_ms
                            + self.config.fetch_max_wait_ms)
         future.add_done_callback(lambda f: self._answered(sent, f))
@@ -487,8 +492,45 @@ class Fetcher:
 
     def _answered(self, sent: _Sent, future: Future[Any]) -> None:
         with self._cond:
-            self._answers.append((sent, future))
-            self._cond.notify_all()
+            idle = self._idle_again(sent, future)
+            if not idle:
+                self._answers.append((sent, future))
+                self._cond.notify_all()
+                return
+        # On the connection's reader thread, outside the lock, as the fetcher thread would.
+        try:
+            conn = self.cluster.connection(sent.node, FETCH)
+        except GroupkitError:
+            conn = None
+        if conn is None or not conn.connected or sent.request is None:
+            with self._cond:
+                self._answers.append((sent, future))
+                self._cond.notify_all()
+            return
+        again = attrs.evolve(sent, started=time.monotonic())
+        resent = conn.send(sent.request, sent.version, timeout_ms=self.config.request_timeout_ms
+                           + self.config.fetch_max_wait_ms)
+        resent.add_done_callback(lambda f: self._answered(again, f))
+
+    def _idle_again(self, sent: _Sent, future: Future[Any]) -> bool:
+        """Whether to send ``sent``'s request again at once, on the reader thread: its answer
+        is the very object that last changed nothing for that very request, and nothing else
+        waits (every assigned partition is in this Fetch, at the same offset and epoch).
+        Handling it would change nothing and send the same request, so an idle consumer's
+        long polls cost the fetcher thread no wakeup. Anything else (records, errors, a seek,
+        a new partition, hooks to tell, trouble to report) goes to the fetcher thread."""
+        quiet = self._quiet.get(sent.node)
+        if quiet is None or quiet[0] is not sent.request or self._closed or self._answers \
+                or self.hooks or self._trouble is not None or self.cluster.stale \
+                or future.exception() is not None or quiet[1] is not future.result() \
+                or len(self._parts) != len(sent.offsets):
+            return False
+        for tp, (offset, epoch) in sent.offsets.items():
+            part = self._parts.get(tp)
+            if part is None or part.state is not S.FETCHING or part.epoch != epoch \
+                    or part.fetch_offset != offset:
+                return False
+        return True
 
     def _handle(self, sent: _Sent, future: Future[Any]) -> None:
         error = future.exception()
@@ -507,6 +549,7 @@ class Fetcher:
         self._recovered()
         records = size = 0
         woke = False
+        quiet = True
         for topic in response.responses:
             name = sent.names.get(topic.topic_id if sent.version >= _TOPIC_IDS else topic.topic)
             if name is None:
@@ -516,10 +559,16 @@ class Fetcher:
                 if tp not in sent.offsets:
                     continue
                 offset, epoch = sent.offsets[tp]
+                quiet = quiet and not answer.error_code and not answer.records
                 got, nbytes, failed = self._fill(tp, offset, epoch, answer)
                 records += got
                 size += nbytes
                 woke = woke or got > 0 or failed
+        with self._cond:
+            if quiet and not woke:
+                self._quiet[sent.node] = (sent.request, response)
+            else:
+                self._quiet.pop(sent.node, None)
         self._release(sent, backoff=False)
         if self.hooks:
             emit(self.hooks, FetchCompleted(sent.node, len(sent.offsets), records, size,
