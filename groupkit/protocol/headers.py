@@ -136,7 +136,9 @@ def encode_response_frame(response: Response, version: int, correlation_id: int)
 
 def peek_correlation_id(frame: bytes | bytearray | memoryview) -> int:
     """The correlation id at the start of a response frame (without its size prefix)."""
-    return Reader(frame, context="response header").int32()
+    if len(frame) >= 4:
+        return int.from_bytes(frame[:4], "big", signed=True)
+    return Reader(frame, context="response header").int32()  # raises the CorruptFrame
 
 
 def decode_response_frame(frame: bytes | bytearray | memoryview, response_cls: type[_R],

@@ -184,6 +184,8 @@ class BrokerConnection:
         client's ``NetworkClient.poll(timer)``, a caller's deadline is never stretched by a
         backoff or a connection setup timeout longer than what it has left.
         """
+        if self.connected:
+            return  # every send asks: the common case takes no lock
         deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
         while True:
             delay = self._retry_at - time.monotonic()

@@ -507,7 +507,8 @@ class Fetcher:
                 self._answers.append((sent, future))
                 self._cond.notify_all()
             return
-        again = attrs.evolve(sent, started=time.monotonic())
+        again = _Sent(sent.node, sent.version, sent.offsets, sent.names, time.monotonic(),
+                      sent.request)
         resent = conn.send(sent.request, sent.version, timeout_ms=self.config.request_timeout_ms
                            + self.config.fetch_max_wait_ms)
         resent.add_done_callback(lambda f: self._answered(again, f))

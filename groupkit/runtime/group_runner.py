@@ -140,6 +140,8 @@ class GroupRunner:
 
     def events(self) -> list[Output]:
         """Take the facts queued for the application, oldest first."""
+        if not self._events:
+            return []  # an event queued meanwhile also calls ``wakeup``: the poll looks again
         with self._cond:
             out = list(self._events)
             self._events.clear()
