@@ -1,0 +1,107 @@
+"""Where an idle groupkit member's CPU goes, thread by thread, for one or more code trees.
+
+Each tree (a directory holding a ``groupkit`` package, e.g. this checkout or a ``git archive``
+export of an older commit with its built extension copied in) gets one member, joined to a
+1-partition topic of its own on one shared Tansu broker; all members are measured in the same
+window, so the machine's load falls on them alike. Settings as bench/group.py's ``idle`` row
+(session 6000 ms, heartbeat 500 ms, range, no auto-commit, ``poll(0.5)`` in a loop). Per
+thread, read from /proc (Linux): CPU seconds (schedstat, nanoseconds) and context switches
+per second; a thread blocked on a lock or a socket switches once per wakeup, so the second
+figure counts its wakeups.
+
+    .venv/bin/python -m bench.idle [--seconds 60] [TREE ...]      (default: this checkout)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from bench.group import HEARTBEAT_MS, POLL_S, SESSION_MS, make_topic
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The member: join, report its threads' names once it holds the partition, poll forever.
+_MEMBER = f"""
+import json, sys, threading
+from groupkit.consumer import Consumer
+consumer = Consumer(bootstrap_servers=sys.argv[1], group_id=sys.argv[2],
+                    auto_offset_reset="earliest", enable_auto_commit=False,
+                    session_timeout_ms={SESSION_MS}, heartbeat_interval_ms={HEARTBEAT_MS},
+                    assignors=["range"])
+consumer.subscribe([sys.argv[2]])
+while not consumer.assignment():
+    consumer.poll({POLL_S})
+for _ in range(4):  # the first fetches and the offsets lookup start their threads
+    consumer.poll({POLL_S})
+print(json.dumps({{t.native_id: t.name for t in threading.enumerate()}}), flush=True)
+while True:
+    consumer.poll({POLL_S})
+"""
+
+
+def thread_stats(pid: int) -> dict[int, tuple[float, int]]:
+    """Per thread id: CPU seconds and context switches so far."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        cpu_ns = int((task / "schedstat").read_text().split()[0])
+        switches = 0
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                switches += int(line.split()[1])
+        out[int(task.name)] = (cpu_ns / 1e9, switches)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("trees", nargs="*", default=[str(ROOT)])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    args = parser.parse_args(argv)
+    from groupkit.testing import LocalBroker
+
+    with LocalBroker() as broker:
+        members = []
+        for tree in args.trees:
+            topic = f"idle-{uuid.uuid4().hex[:6]}"
+            make_topic(broker.bootstrap_servers, topic, 1)
+            members.append(subprocess.Popen(
+                [sys.executable, "-c", _MEMBER, broker.bootstrap_servers, topic],
+                stdout=subprocess.PIPE, text=True, cwd="/",
+                env={**os.environ, "PYTHONPATH": str(Path(tree).resolve())}))
+        try:
+            assert all(m.stdout is not None for m in members)
+            names = [json.loads(m.stdout.readline()) for m in members]  # type: ignore[union-attr]
+            before = [thread_stats(m.pid) for m in members]
+            load, started = os.getloadavg()[0], time.monotonic()
+            time.sleep(args.seconds)
+            after = [thread_stats(m.pid) for m in members]
+            wall = time.monotonic() - started
+            print(f"bench/idle.py: {wall:.0f} s window, load average {load:.2f} at the start,"
+                  f" {os.getloadavg()[0]:.2f} at the end; heartbeat {HEARTBEAT_MS} ms,"
+                  f" poll({POLL_S})")
+            for tree, member, named, was, now in zip(args.trees, members, names, before, after,
+                                                        strict=True):
+                total = sum(now[t][0] - was.get(t, (0.0, 0))[0] for t in now)
+                print(f"{tree}: {total:.3f} s CPU = {100 * total / wall:.3f} % of a core")
+                for tid in sorted(now):
+                    cpu = now[tid][0] - was.get(tid, (0.0, 0))[0]
+                    switches = (now[tid][1] - was.get(tid, (0.0, 0))[1]) / wall
+                    if cpu >= 0.001 or switches >= 0.2:
+                        name = named.get(str(tid), "MainThread" if tid == member.pid else "?")
+                        print(f"    {name:40s} {cpu:7.3f} s  {switches:6.2f} switches/s")
+        finally:
+            for m in members:
+                m.kill()
+                m.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
