@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: venv demo test lint bench bench-quick bench-spark clean java
 
-$(VENV)/.installed: pyproject.toml setup.py groupkit/protocol/_native.c
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

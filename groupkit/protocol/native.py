@@ -1,4 +1,4 @@
-"""Whether the C record reader (groupkit/protocol/_native.c) is built and in use.
+"""Whether the C record reader (groupkit.protocol._native, built from csrc/) is built and in use.
 
 The extension is built at install when the machine has a C compiler and Python's headers;
 without it, or with the environment variable ``GROUPKIT_NO_NATIVE`` set to a non-empty value,

@@ -1,6 +1,6 @@
 """Reading record batches (magic 2): the consumer's hot path.
 
-The record loop runs in C (groupkit/protocol/_native.c) when the extension is built; the pure
+The record loop runs in C (csrc/read.c) when the extension is built; the pure
 Python loop here is the reference and the fallback, and both give the same records. In Python,
 varints are decoded inline with a one- and two-byte fast path, and records are built without
 attrs' ``__init__`` (see construct.py).
@@ -173,7 +173,7 @@ def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, 
 def _read_records_native(buf: bytes, pos: int, end: int, count: int, base_offset: int,
                          base_ts: int, ts_type: int, max_ts: int, out: list[Record],
                          make: _Make) -> int:
-    """:func:`_read_records` in C (groupkit/protocol/_native.c); raises ValueError likewise."""
+    """:func:`_read_records` in C (csrc/read.c); raises ValueError likewise."""
     assert native.module is not None
     record_cls, extra = make
     if extra:

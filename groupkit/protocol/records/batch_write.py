@@ -1,7 +1,7 @@
 """Writing record batches (magic 2): the producer's hot path.
 
 One encoder serves :func:`encode_batch` (any input, every option) and :func:`encode_rows` (the
-producer's rows as they are). The record loop runs in C (groupkit/protocol/_native.c) when the
+producer's rows as they are). The record loop runs in C (csrc/write.c) when the
 extension is built; the Python loop here is the reference and fallback, writing the same bytes.
 """
 
@@ -113,7 +113,7 @@ def _records(rows: Sequence[Row], deltas: Sequence[int] | None,
 
 def _records_native(rows: Sequence[Row], deltas: Sequence[int] | None,
                     base_ts: int) -> tuple[bytes, int]:
-    """:func:`_records` in C (groupkit/protocol/_native.c)."""
+    """:func:`_records` in C (csrc/write.c)."""
     assert native.module is not None
     return native.module.write_records(rows, deltas, base_ts)
 

@@ -1,0 +1,35 @@
+/* Declarations shared by the C files of groupkit.protocol._native, one file per job:
+ * module.c (the module and its method table), read.c, write.c, crc32c.c, lock.c and
+ * accumulator.c. Functions and types that cross files are declared here; the rest stay
+ * static in their file. */
+#ifndef GROUPKIT_NATIVE_H
+#define GROUPKIT_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+/* A record field's slot at byte offset ``at`` in an instance (attrs slotted classes). */
+#define SLOT(r, at) (*(PyObject **)((char *)(r) + (at)))
+
+/* The producer's lock (lock.c), which the accumulator takes directly. */
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    char locked;
+} Lock;
+
+extern PyTypeObject gk_LockType;
+
+/* Each file adds its functions and types to the module (module.c calls them in turn);
+ * each returns 0, or -1 with an exception set. */
+int gk_read_init(PyObject *module);
+int gk_write_init(PyObject *module);
+int gk_crc32c_init(PyObject *module);
+int gk_lock_init(PyObject *module);
+int gk_accumulator_init(PyObject *module);
+
+#endif

@@ -1,0 +1,439 @@
+/* The record-batch v2 record loops in C: reading (varints, keys, values, headers and record
+ * objects) and writing (a producer's rows as record bytes), and their CRC-32C; and the
+ * producer's accumulator (send()'s common case, accumulator.c). This file holds the reading.
+ *
+ * groupkit.protocol.records calls read_records() once per batch, after it has checked the
+ * batch header, its CRC and decompressed it; this file only turns the records' bytes into
+ * Record objects (or the consumer's slotted subclass), which is where a pure-Python reader
+ * spends nearly all its time. The pure-Python reader stays the reference: both are tested
+ * against each other, and records.py uses this one only when it imports.
+ *
+ * Records are attrs slotted classes. Their fields are member descriptors (T_OBJECT_EX slots
+ * at fixed offsets in the instance); this reader finds those offsets once per class and fills
+ * a fresh instance from tp_alloc directly, as object.__new__ plus the descriptors' __set__
+ * would, without running __init__ (the Python reader does the same).
+ *
+ * The records and their header lists are left untracked by the cyclic garbage collector, as
+ * CPython leaves tuples and dicts of atoms: a record holds only ints, bytes, str, None and its
+ * header list of (str, bytes) tuples, so it can be part of a reference cycle only if someone
+ * puts it into its own header list (a frozen record is not meant to be changed). Reference
+ * counting frees them as usual; untracking only spares the collector from walking the hundreds
+ * of thousands of records a consumer holds, which otherwise costs more than decoding them.
+ * (Such a cycle would leak, not crash: an untracked object is never freed by the collector.)
+ *
+ * Varints follow the Java client (ByteUtils.readVarlong): at most 10 bytes, bits past 64
+ * dropped, zigzag decoded to int64.
+ */
+#include "native.h"
+
+/* Record's fields in the order read_records sets them; the sourced subclass adds two. */
+static const char *const FIELD_NAMES[] = {
+    "offset", "timestamp", "key", "value", "headers", "timestamp_type", "topic", "partition",
+};
+#define PLAIN_FIELDS 6
+#define ALL_FIELDS 8
+
+typedef struct {
+    Py_ssize_t at[ALL_FIELDS];
+    int sourced;
+} Layout;
+
+/* type -> bytes holding its Layout; filled on first use of a record class. */
+static PyObject *layouts = NULL;
+
+static int
+find_layout(PyTypeObject *cls, int sourced, Layout *out)
+{
+    PyObject *key = (PyObject *)cls;
+    PyObject *known = PyDict_GetItemWithError(layouts, key);
+    if (known != NULL) {
+        memcpy(out, PyBytes_AS_STRING(known), sizeof(Layout));
+        if (out->sourced == sourced)
+            return 0;
+        PyErr_SetString(PyExc_TypeError, "record class used with and without topic/partition");
+        return -1;
+    }
+    if (PyErr_Occurred())
+        return -1;
+    memset(out, 0, sizeof(Layout));
+    out->sourced = sourced;
+    int fields = sourced ? ALL_FIELDS : PLAIN_FIELDS;
+    for (int i = 0; i < fields; i++) {
+        PyObject *descr = PyObject_GetAttrString(key, FIELD_NAMES[i]);
+        if (descr == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return -1;
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s has no slot %s", cls->tp_name, FIELD_NAMES[i]);
+            return -1;
+        }
+        if (!Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            Py_DECREF(descr);
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", cls->tp_name, FIELD_NAMES[i]);
+            return -1;
+        }
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        PyTypeObject *owner = ((PyDescrObject *)descr)->d_type;
+        int ok = member->type == T_OBJECT_EX && !(member->flags & READONLY)
+                 && PyType_IsSubtype(cls, owner);
+        out->at[i] = member->offset;
+        Py_DECREF(descr);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a writable object slot",
+                         cls->tp_name, FIELD_NAMES[i]);
+            return -1;
+        }
+    }
+    PyObject *packed = PyBytes_FromStringAndSize((const char *)out, sizeof(Layout));
+    if (packed == NULL)
+        return -1;
+    int rc = PyDict_SetItem(layouts, key, packed);
+    Py_DECREF(packed);
+    return rc;
+}
+
+/* Set the slot at ``at`` of the fresh object ``r`` to ``v`` (a new reference, stolen). */
+static PyObject *
+malformed(const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    PyObject *msg = PyUnicode_FromFormatV(format, args);
+    va_end(args);
+    if (msg != NULL) {
+        PyErr_SetObject(PyExc_ValueError, msg);
+        Py_DECREF(msg);
+    }
+    return NULL;
+}
+
+/* Read one zigzag varint from p (bounded by end) into *v; returns the next position or NULL
+ * with ValueError set. */
+static inline const unsigned char *
+varint(const unsigned char *p, const unsigned char *end, int64_t *v)
+{
+    if (p < end && *p < 0x80) {
+        uint64_t u = *p;
+        *v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+        return p + 1;
+    }
+    uint64_t u = 0;
+    int shift = 0;
+    for (;;) {
+        if (p >= end) {
+            malformed("varint runs past the end of the records");
+            return NULL;
+        }
+        unsigned char b = *p++;
+        if (shift < 64)
+            u |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80)
+            break;
+        shift += 7;
+        if (shift > 63) {
+            malformed("varint longer than 10 bytes");
+            return NULL;
+        }
+    }
+    *v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+    return p;
+}
+
+#define VARINT(p, v)                        \
+    do {                                    \
+        (p) = varint((p), end, &(v));       \
+        if ((p) == NULL)                    \
+            goto fail;                      \
+    } while (0)
+
+/* The int base + delta, exact even where int64 would overflow. */
+static PyObject *
+add_int(int64_t base, int64_t delta)
+{
+    int64_t sum;
+    if (!__builtin_add_overflow(base, delta, &sum))
+        return PyLong_FromLongLong(sum);
+    PyObject *a = PyLong_FromLongLong(base), *b = PyLong_FromLongLong(delta), *s = NULL;
+    if (a != NULL && b != NULL)
+        s = PyNumber_Add(a, b);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return s;
+}
+
+/* The int base_ts + delta; consecutive equal timestamps share the int kept in *cache. */
+static PyObject *
+timestamp_int(int64_t base_ts, int64_t delta, PyObject **cache, int64_t *cached)
+{
+    int64_t ts;
+    if (__builtin_add_overflow(base_ts, delta, &ts))
+        return add_int(base_ts, delta);
+    if (*cache == NULL || ts != *cached) {
+        PyObject *made = PyLong_FromLongLong(ts);
+        if (made == NULL)
+            return NULL;
+        Py_XSETREF(*cache, made);
+        *cached = ts;
+    }
+    return Py_NewRef(*cache);
+}
+
+static PyObject *
+read_headers(const unsigned char **pp, const unsigned char *end, const unsigned char *rec_end)
+{
+    const unsigned char *p = *pp;
+    int64_t count, n;
+    PyObject *headers = NULL;
+    VARINT(p, count);
+    if (count < 0 || count > rec_end - p)
+        return malformed("header count %lld", (long long)count);
+    /* Grown header by header, not sized by the count: a lying count must not allocate. */
+    headers = PyList_New(0);
+    if (headers == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
+        VARINT(p, n);
+        if (n < 0) {
+            malformed("header key length %lld", (long long)n);
+            goto fail;
+        }
+        if (n > end - p) {
+            malformed("header key runs past the end of the records");
+            goto fail;
+        }
+        PyObject *name = PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)n, NULL);
+        if (name == NULL)
+            goto fail;
+        p += n;
+        PyObject *value;
+        const unsigned char *q = varint(p, end, &n);
+        if (q == NULL) {
+            Py_DECREF(name);
+            goto fail;
+        }
+        p = q;
+        if (n < 0) {
+            if (n != -1) {
+                Py_DECREF(name);
+                malformed("header value length %lld", (long long)n);
+                goto fail;
+            }
+            value = Py_NewRef(Py_None);
+        }
+        else if (n > end - p) {
+            Py_DECREF(name);
+            malformed("header value runs past the end of the records");
+            goto fail;
+        }
+        else {
+            value = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+            p += n;
+            if (value == NULL) {
+                Py_DECREF(name);
+                goto fail;
+            }
+        }
+        PyObject *pair = PyTuple_New(2);
+        if (pair == NULL) {
+            Py_DECREF(name);
+            Py_DECREF(value);
+            goto fail;
+        }
+        PyTuple_SET_ITEM(pair, 0, name);
+        PyTuple_SET_ITEM(pair, 1, value);
+        int appended = PyList_Append(headers, pair);
+        Py_DECREF(pair);
+        if (appended < 0)
+            goto fail;
+    }
+    *pp = p;
+    return headers;
+fail:
+    Py_XDECREF(headers);
+    return NULL;
+}
+
+PyDoc_STRVAR(read_records_doc,
+"read_records(buf, pos, end, count, base_offset, base_ts, ts_type, max_ts, out, cls,\n"
+"             topic, partition, sourced) -> int\n\n"
+"Decode ``count`` v2 records from ``buf[pos:end]`` into ``out`` as instances of ``cls``\n"
+"(their timestamp is ``max_ts`` when ``ts_type`` is 1, log-append time); returns the end\n"
+"position. Raises ValueError on malformed records.");
+
+static PyObject *
+read_records(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t pos, stop, count;
+    long long base_offset, base_ts, max_ts;
+    int ts_type, sourced;
+    PyObject *out, *cls, *topic, *partition;
+    if (!PyArg_ParseTuple(args, "y*nnnLLiLO!OOOp:read_records", &view, &pos, &stop, &count,
+                          &base_offset, &base_ts, &ts_type, &max_ts, &PyList_Type, &out, &cls,
+                          &topic, &partition, &sourced))
+        return NULL;
+    PyObject *result = NULL, *ts_obj = NULL, *ts_type_obj = NULL;
+    int64_t last_ts = 0;
+    Layout layout;
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "cls must be a type");
+        goto done;
+    }
+    PyTypeObject *type = (PyTypeObject *)cls;
+    if (find_layout(type, sourced, &layout) < 0)
+        goto done;
+    if (pos < 0 || stop < pos || stop > view.len || count < 0) {
+        PyErr_SetString(PyExc_ValueError, "record range outside the buffer");
+        goto done;
+    }
+    const unsigned char *base = (const unsigned char *)view.buf;
+    const unsigned char *p = base + pos, *end = base + stop;
+    ts_type_obj = PyLong_FromLong(ts_type);
+    if (ts_type_obj == NULL)
+        goto done;
+    if (ts_type == 1) {
+        /* The broker stamped the batch; its max timestamp is every record's timestamp.
+         * Otherwise ts_obj caches the last record's timestamp int. */
+        ts_obj = PyLong_FromLongLong(max_ts);
+        if (ts_obj == NULL)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t length, ts_delta, offset_delta, n;
+        VARINT(p, length);
+        if (length < 0) {
+            malformed("record length %lld", (long long)length);
+            goto fail;
+        }
+        if (length > end - p) {
+            malformed("record length %lld runs past the end of the records",
+                      (long long)length);
+            goto fail;
+        }
+        const unsigned char *rec_end = p + length;
+        if (p >= end) {
+            malformed("record ends before its attributes");
+            goto fail;
+        }
+        p++; /* attributes: unused */
+        VARINT(p, ts_delta);
+        VARINT(p, offset_delta);
+        PyObject *key, *value, *headers;
+        VARINT(p, n);
+        if (n < 0) {
+            if (n != -1) {
+                malformed("key length %lld", (long long)n);
+                goto fail;
+            }
+            key = Py_NewRef(Py_None);
+        }
+        else if (n > end - p) {
+            malformed("key runs past the end of the records");
+            goto fail;
+        }
+        else {
+            key = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+            if (key == NULL)
+                goto fail;
+            p += n;
+        }
+        const unsigned char *q = varint(p, end, &n);
+        if (q == NULL) {
+            Py_DECREF(key);
+            goto fail;
+        }
+        p = q;
+        if (n < 0) {
+            if (n != -1) {
+                Py_DECREF(key);
+                malformed("value length %lld", (long long)n);
+                goto fail;
+            }
+            value = Py_NewRef(Py_None);
+        }
+        else if (n > end - p) {
+            Py_DECREF(key);
+            malformed("value runs past the end of the records");
+            goto fail;
+        }
+        else {
+            value = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+            if (value == NULL) {
+                Py_DECREF(key);
+                goto fail;
+            }
+            p += n;
+        }
+        if (p < end && *p == 0) {
+            headers = PyList_New(0);
+            p++;
+        }
+        else {
+            headers = read_headers(&p, end, rec_end);
+        }
+        if (headers == NULL) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            goto fail;
+        }
+        if (p != rec_end) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            malformed("record length says it ends at byte %zd, fields end at %zd",
+                      (Py_ssize_t)(rec_end - base), (Py_ssize_t)(p - base));
+            goto fail;
+        }
+        PyObject *offset = add_int(base_offset, offset_delta);
+        PyObject *ts = ts_type == 1 ? Py_NewRef(ts_obj)
+                                    : timestamp_int(base_ts, ts_delta, &ts_obj, &last_ts);
+        PyObject *r = offset == NULL || ts == NULL ? NULL : type->tp_alloc(type, 0);
+        if (r == NULL) {
+            Py_XDECREF(offset);
+            Py_XDECREF(ts);
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            goto fail;
+        }
+        if (PyType_IS_GC(type))
+            PyObject_GC_UnTrack(r);
+        PyObject_GC_UnTrack(headers);
+        SLOT(r, layout.at[0]) = offset;
+        SLOT(r, layout.at[1]) = ts;
+        SLOT(r, layout.at[2]) = key;
+        SLOT(r, layout.at[3]) = value;
+        SLOT(r, layout.at[4]) = headers;
+        SLOT(r, layout.at[5]) = Py_NewRef(ts_type_obj);
+        if (sourced) {
+            SLOT(r, layout.at[6]) = Py_NewRef(topic);
+            SLOT(r, layout.at[7]) = Py_NewRef(partition);
+        }
+        int appended = PyList_Append(out, r);
+        Py_DECREF(r);
+        if (appended < 0)
+            goto fail;
+    }
+    result = PyLong_FromSsize_t(p - base);
+    goto done;
+fail:
+done:
+    Py_XDECREF(ts_obj);
+    Py_XDECREF(ts_type_obj);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+static PyMethodDef read_methods[] = {
+    {"read_records", read_records, METH_VARARGS, read_records_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+gk_read_init(PyObject *module)
+{
+    layouts = PyDict_New();
+    if (layouts == NULL || PyModule_AddObjectRef(module, "_layouts", layouts) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, read_methods);
+}
