@@ -283,11 +283,13 @@ PyDoc_STRVAR(write_records_doc,
 static PyObject *
 write_records(PyObject *module, PyObject *args)
 {
-    PyObject *rows, *deltas;
-    long long base_ts_arg;
-    if (!PyArg_ParseTuple(args, "OOL:write_records", &rows, &deltas, &base_ts_arg))
+    PyObject *rows, *deltas, *base_ts_obj;
+    int64_t base_ts;
+    /* The base timestamp is checked as the rows' are, so both raise the same ValueError. */
+    if (!PyArg_ParseTuple(args, "OOO:write_records", &rows, &deltas, &base_ts_obj)
+        || as_int64(base_ts_obj, &base_ts, "a timestamp") < 0)
         return NULL;
-    int64_t base_ts = base_ts_arg, max_ts = base_ts, last_ts = 0;
+    int64_t max_ts = base_ts, last_ts = 0;
     PyObject *last_ts_obj = NULL;
     PyObject *row_seq = PySequence_Fast(rows, "rows must be a sequence"), *delta_seq = NULL;
     PyObject *result = NULL;

@@ -211,6 +211,22 @@ def test_rows_sharing_timestamp_ints_write_as_rows_with_their_own() -> None:
             batch_write._records_native([rows[0], (None, b"v", None, past)], None, 7)
 
 
+@pytest.mark.parametrize("past", [2**63, -2**63 - 1])
+@pytest.mark.parametrize("first", [False, True])
+def test_python_writer_rejects_timestamps_past_int64_as_the_c_one_does(past: int,
+                                                                       first: bool) -> None:
+    """A timestamp outside int64 is a ValueError from both writers, never a batch of a varint
+    wider than 64 bits (the Python writer used to write one)."""
+    rows = [(None, b"v", None, past), (None, b"w", None, 7)]
+    if not first:
+        rows.reverse()
+    writers = [batch_write._records] + ([batch_write._records_native] if native.available
+                                        else [])
+    for writer in writers:
+        with pytest.raises(ValueError, match="timestamp must be an int64"):
+            writer(rows, None, rows[0][3])
+
+
 plain_row = st.tuples(st.none() | st.binary(max_size=30),
                       st.none() | st.binary(max_size=40) | st.binary(min_size=2000, max_size=9000),
                       st.none(), st.integers(min_value=-2**40, max_value=2**45))

@@ -27,6 +27,10 @@ from groupkit.protocol.records.values import (
 # Zigzag varints of 0..8191 come from a table: nearly every length and delta a record holds.
 _SMALL = 1 << 13
 
+#: A record timestamp's range (the batch header's fields are int64).
+_INT64_MAX = 2**63 - 1
+_INT64_MIN = -(2**63)
+
 
 def _zigzag(v: int) -> bytes:
     """The zigzag varint of the int64 ``v``."""
@@ -75,7 +79,7 @@ def _records(rows: Sequence[Row], deltas: Sequence[int] | None,
     """
     zz, small, zigzag = _VARINT, _SMALL, _zigzag
     null, no_headers, attributes = _NULL, _NO_HEADERS, _RECORD_ATTRIBUTES
-    max_ts = base_ts
+    max_ts = min_ts = base_ts
     if deltas is None:
         deltas = range(len(rows))
     parts: list[bytes] = []
@@ -83,6 +87,8 @@ def _records(rows: Sequence[Row], deltas: Sequence[int] | None,
     for delta, (key, value, headers, ts) in zip(deltas, rows, strict=True):
         if ts > max_ts:
             max_ts = ts
+        elif ts < min_ts:
+            min_ts = ts
         ts_delta = ts - base_ts
         ts_part = zz[ts_delta] if 0 <= ts_delta < small else zigzag(ts_delta)
         delta_part = zz[delta] if delta < small else zigzag(delta)
@@ -108,6 +114,10 @@ def _records(rows: Sequence[Row], deltas: Sequence[int] | None,
                 + len(value_length) + len(value) + len(tail))
         extend((zz[size] if size < small else zigzag(size), attributes, ts_part, delta_part,
                 key_length, key, value_length, value, tail))
+    if max_ts > _INT64_MAX or min_ts < _INT64_MIN:
+        # As the C writer does: the field is an int64, and a varint of a wider delta would
+        # make a batch no reader can parse.
+        raise ValueError("a timestamp must be an int64 (milliseconds since the epoch)")
     return b"".join(parts), max_ts
 
 
