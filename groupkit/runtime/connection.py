@@ -80,7 +80,7 @@ class _Pending:
     sent_at: float
     deadline: float
     handshake: bool = False
-    #: The same request object as the one sent before it, so its answer may repeat too.
+    #: A request equal to the one sent before it, so its answer may repeat too.
     repeat: bool = False
 
 
@@ -379,12 +379,13 @@ class BrokerConnection:
         with self._write_lock:
             correlation_id = self._next_correlation_id
             self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
-            # A caller that sends the very same request object again (an idle member's
-            # heartbeat, an idle fetch) gets the last frame with its new correlation id
-            # (bytes 8-11, after the size, API key and version) instead of a new encoding.
+            # A request equal to the last one sent (an idle member's heartbeat, an idle
+            # fetch) gets the last frame with its new correlation id (bytes 8-11, after the
+            # size, API key and version) instead of a new encoding. Requests are frozen
+            # values, so equal ones encode alike.
             last = self._last_sent
-            repeat = last is not None and last[0] is request and last[1] == version \
-                and last[2] is not None
+            repeat = last is not None and last[1] == version and last[2] is not None \
+                and (last[0] is request or last[0] == request)
             if repeat:
                 assert last is not None and last[2] is not None
                 frame = b"".join((last[2][:8], correlation_id.to_bytes(4, "big"), last[2][12:]))

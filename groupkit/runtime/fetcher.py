@@ -92,12 +92,9 @@ class Fetcher:
     #: What keeps fetching from working, while it lasts (logged once per change).
     _trouble: str | None = attrs.field(init=False, default=None)
     _thread: threading.Thread | None = attrs.field(init=False, default=None)
-    #: The last Fetch sent to each node: an equal one is sent as this same object, which the
-    #: connection neither encodes nor (if the answer repeats too) decodes again.
-    _last_fetch: dict[int, FetchRequest] = attrs.field(init=False, factory=dict)
     #: Per node, a Fetch and the answer to it that changed nothing (no records, no errors):
-    #: the same answer to the same request again may be answered by sending it again (see
-    #: ``_resend``) without waking the fetcher thread.
+    #: the same answer to an equal request again may be answered by sending it again (see
+    #: ``_idle_again``) without waking the fetcher thread.
     _quiet: dict[int, tuple[FetchRequest | None, Any]] = attrs.field(init=False, factory=dict)
 
     # --- the application's side ----------------------------------------------------------------
@@ -465,9 +462,6 @@ class Fetcher:
             topics=[FetchRequestTopic(topic=t, topic_id=ids[t], partitions=ps)
                     for t, ps in by_topic.items()],
             forgotten_topics_data=[], rack_id=self.config.client_rack or "")
-        if request == self._last_fetch.get(node):
-            request = self._last_fetch[node]
-        self._last_fetch[node] = request
         names: dict[Any, str] = {ids[t] if version >= _TOPIC_IDS else t: t for t in by_topic}
         sent = _Sent(node, version, offsets, names, time.monotonic(), request)
         future = conn.send(request, version, timeout_ms=self.config.request_timeout_ms
@@ -492,10 +486,8 @@ class Fetcher:
 
     def _answered(self, sent: _Sent, future: Future[Any]) -> None:
         with self._cond:
-            idle = self._idle_again(sent, future)
-            if not idle:
-                self._answers.append((sent, future))
-                self._cond.notify_all()
+            if not self._idle_again(sent, future):
+                self._queue_answer(sent, future)
                 return
         # On the connection's reader thread, outside the lock, as the fetcher thread would.
         try:
@@ -504,8 +496,7 @@ class Fetcher:
             conn = None
         if conn is None or not conn.connected or sent.request is None:
             with self._cond:
-                self._answers.append((sent, future))
-                self._cond.notify_all()
+                self._queue_answer(sent, future)
             return
         again = _Sent(sent.node, sent.version, sent.offsets, sent.names, time.monotonic(),
                       sent.request)
@@ -513,18 +504,23 @@ class Fetcher:
                            + self.config.fetch_max_wait_ms)
         resent.add_done_callback(lambda f: self._answered(again, f))
 
+    def _queue_answer(self, sent: _Sent, future: Future[Any]) -> None:
+        """Hand an answer to the fetcher thread (the caller holds ``_cond``)."""
+        self._answers.append((sent, future))
+        self._cond.notify_all()
+
     def _idle_again(self, sent: _Sent, future: Future[Any]) -> bool:
         """Whether to send ``sent``'s request again at once, on the reader thread: its answer
-        is the very object that last changed nothing for that very request, and nothing else
+        is the very object that last changed nothing for an equal request, and nothing else
         waits (every assigned partition is in this Fetch, at the same offset and epoch).
         Handling it would change nothing and send the same request, so an idle consumer's
         long polls cost the fetcher thread no wakeup. Anything else (records, errors, a seek,
         a new partition, hooks to tell, trouble to report) goes to the fetcher thread."""
         quiet = self._quiet.get(sent.node)
-        if quiet is None or quiet[0] is not sent.request or self._closed or self._answers \
+        if quiet is None or self._closed or self._answers \
                 or self.hooks or self._trouble is not None or self.cluster.stale \
                 or future.exception() is not None or quiet[1] is not future.result() \
-                or len(self._parts) != len(sent.offsets):
+                or len(self._parts) != len(sent.offsets) or quiet[0] != sent.request:
             return False
         for tp, (offset, epoch) in sent.offsets.items():
             part = self._parts.get(tp)

@@ -123,9 +123,6 @@ class GroupRunner:
     _rebalance_since: float | None = attrs.field(init=False, default=None)
     #: When the application last polled, until the runner hands it to the machine.
     _polled_at: float | None = attrs.field(init=False, default=None)
-    #: The last Heartbeat sent: an equal one goes out as this same object, which the
-    #: connection neither encodes nor (if the answer repeats too) decodes again.
-    _last_heartbeat: HeartbeatRequest | None = attrs.field(init=False, default=None)
 
     # --- the application's side (any thread) ---------------------------------------------------
 
@@ -374,9 +371,6 @@ class GroupRunner:
             except Exception:
                 log.exception("the joining callback failed")
         elif isinstance(request, HeartbeatRequest):
-            if request == self._last_heartbeat:
-                request = self._last_heartbeat
-            self._last_heartbeat = request
             if self.hooks:
                 self._emit(HeartbeatSent(group_id, request.generation_id))
         elif isinstance(request, LeaveGroupRequest):

@@ -46,7 +46,7 @@ def idle_fetcher() -> tuple[Fetcher, ThreadNoting, threading.Event, Any]:
     first, future = conn.next_request(1)
     future.set_result(nothing)
     second, future = conn.next_request(2)
-    assert second is first, "an equal Fetch goes out as the same object"
+    assert second == first, "an idle fetcher asks for the same again"
     wait_for(lambda: fetcher._quiet.get(0) is not None, 10, "the answer to be handled")
     return fetcher, conn, woken, (second, future, nothing)
 
