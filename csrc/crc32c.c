@@ -132,11 +132,11 @@ crc_hw(uint32_t c, const unsigned char *p, size_t n)
 
 static uint32_t (*crc_update)(uint32_t, const unsigned char *, size_t) = crc_soft;
 
-PyDoc_STRVAR(crc32c_doc,
-"crc32c(data) -> int\n\nThe CRC-32C of ``data`` (any bytes-like object).");
+typedef uint32_t (*crc_fn)(uint32_t, const unsigned char *, size_t);
 
+/* The CRC-32C of a bytes-like ``arg`` by ``update``, without the GIL past 64 KiB. */
 static PyObject *
-crc32c(PyObject *module, PyObject *arg)
+crc_of(PyObject *arg, crc_fn update)
 {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
@@ -144,14 +144,23 @@ crc32c(PyObject *module, PyObject *arg)
     uint32_t c;
     if (view.len > 65536) {
         Py_BEGIN_ALLOW_THREADS
-        c = crc_update(0xFFFFFFFFu, view.buf, (size_t)view.len);
+        c = update(0xFFFFFFFFu, view.buf, (size_t)view.len);
         Py_END_ALLOW_THREADS
     }
     else {
-        c = crc_update(0xFFFFFFFFu, view.buf, (size_t)view.len);
+        c = update(0xFFFFFFFFu, view.buf, (size_t)view.len);
     }
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(c ^ 0xFFFFFFFFu);
+}
+
+PyDoc_STRVAR(crc32c_doc,
+"crc32c(data) -> int\n\nThe CRC-32C of ``data`` (any bytes-like object).");
+
+static PyObject *
+crc32c(PyObject *module, PyObject *arg)
+{
+    return crc_of(arg, crc_update);
 }
 
 PyDoc_STRVAR(crc32c_table_doc,
@@ -160,12 +169,7 @@ PyDoc_STRVAR(crc32c_table_doc,
 static PyObject *
 crc32c_table(PyObject *module, PyObject *arg)
 {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    uint32_t c = crc_soft(0xFFFFFFFFu, view.buf, (size_t)view.len);
-    PyBuffer_Release(&view);
-    return PyLong_FromUnsignedLong(c ^ 0xFFFFFFFFu);
+    return crc_of(arg, crc_soft);
 }
 
 static PyMethodDef crc32c_methods[] = {
