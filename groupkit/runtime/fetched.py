@@ -1,8 +1,11 @@
-"""What the fetcher keeps per assigned partition: its decoded answers and its fetch state.
+"""What the fetcher keeps per assigned partition: its raw answers and its fetch state.
 
-A partition's answer is decoded straight into ``ConsumerRecord`` objects, kept as one
-``Chunk``; a ``FetchedPartition`` holds its chunks, its position and its ``PartitionState``,
-which changes only through the table in ``partition_state``. The fetcher's lock guards both.
+A partition's answer is kept as the bytes the broker sent, one ``Chunk``, and decoded into
+``ConsumerRecord`` objects a few entries at a time as ``take`` needs them, as the Java client's
+CompletedFetch does. So the memory a consumer holds is bounded by the fetch size settings and
+``max_poll_records``, not by how far behind it is. A ``FetchedPartition`` holds its chunks,
+its position and its ``PartitionState``, which changes only through the table in
+``partition_state``. The fetcher's lock guards both.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import attrs
 
 from assignors import TopicPartition
 from groupkit.errors import GroupkitError
-from groupkit.protocol.records import Record, decode_batches, filter_aborted
+from groupkit.protocol.records import Record, decode_batches, decode_records
+from groupkit.protocol.records.control import AbortedFilter
+from groupkit.protocol.records.walk import Entries, walk_entries
 from groupkit.runtime.gc_pause import gc_paused
 from groupkit.runtime.partition_state import PartitionEvent, PartitionState, next_state
 
@@ -37,43 +42,115 @@ _by_offset = attrgetter("offset")
 
 @attrs.define
 class Chunk:
-    """One answer's records; ``left`` is the share of its wire size not yet taken."""
+    """One answer of one partition, held raw and decoded as records are wanted.
 
-    records: list[ConsumerRecord]
-    next_offset: int
-    size: int
+    ``left`` is the share of its wire size not yet handed over; ``records[index:]`` the decoded
+    records not yet taken; ``entry`` the first entry not decoded yet. Records before ``start``
+    (a batch may begin before the offset asked for) are skipped; control records, and for
+    read_committed aborted ones, are filtered as they are decoded.
+    """
+
+    tp: TopicPartition
+    start: int
+    data: bytes
+    entries: Entries
+    #: The data records the headers announce (an estimate for legacy compressed entries).
+    count: int
+    check_crcs: bool
+    aborted: AbortedFilter | None
+    records: list[ConsumerRecord] = attrs.field(factory=list)
     index: int = 0
+    entry: int = 0
     left: int = attrs.field()
 
     @left.default
     def _all_left(self) -> int:
-        return self.size
+        return len(self.data)
+
+    @property
+    def size(self) -> int:
+        """The answer's wire size."""
+        return len(self.data)
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after the answer's last complete entry (at least ``start``)."""
+        return max(self.start, self.entries.next_offset)
+
+    @property
+    def done(self) -> bool:
+        """Whether every record of the answer has been taken."""
+        return self.index >= len(self.records) and self.entry >= len(self.entries.ends)
+
+    def take(self, want: int) -> list[ConsumerRecord]:
+        """Up to ``want`` records, decoding entries until some come (none once ``done``).
+
+        Raises what the decoder raises for a malformed or corrupt entry.
+        """
+        while self.index >= len(self.records) and self.entry < len(self.entries.ends):
+            self._decode(want)
+        piece = self.records[self.index:self.index + want]
+        self.index += len(piece)
+        return piece
+
+    def _decode(self, want: int) -> None:
+        """Replace the taken window with the records of the next entries, about ``want`` of
+        them (whole entries: at least one)."""
+        ends, counts = self.entries.ends, self.entries.counts
+        first = self.entry
+        begin = ends[first - 1] if first else 0
+        last, found = first, counts[first]
+        while found < want and last + 1 < len(ends):
+            last += 1
+            found += counts[last]
+        try:
+            records = self._records(begin, ends[last])
+            self.entry = last + 1
+        except GroupkitError:
+            if last == first:
+                raise
+            # Hand over the good entries before the bad one first; the bad one raises when
+            # the application reaches it (the Java client's CompletedFetch does the same).
+            records = []
+            for entry in range(first, last + 1):
+                try:
+                    records += self._records(ends[entry - 1] if entry else 0, ends[entry])
+                except GroupkitError:
+                    self.entry = entry
+                    break
+            else:
+                self.entry = last + 1
+        if records and records[0].offset < self.start:
+            del records[:bisect.bisect_left(records, self.start, key=_by_offset)]
+        self.records = cast("list[ConsumerRecord]", records)
+        self.index = 0
+
+    def _records(self, begin: int, end: int) -> list[Record]:
+        """The visible records of the entries in ``data[begin:end]``."""
+        raw = self.data[begin:end]
+        tp = self.tp
+        with gc_paused():
+            if self.aborted is None:
+                return decode_records(raw, topic=tp.topic, partition=tp.partition,
+                                      check_crc=self.check_crcs, record_type=ConsumerRecord)
+            return self.aborted.visible(decode_batches(
+                raw, topic=tp.topic, partition=tp.partition, check_crc=self.check_crcs,
+                record_type=ConsumerRecord))
 
 
-def decode_chunk(tp: TopicPartition, offset: int, data: bytes, aborted: list[Any] | None, *,
-                 check_crcs: bool, read_committed: bool) -> Chunk:
-    """The records of one partition's answer from ``offset`` on, without control records
-    (and, for ``read_committed``, without aborted ones); raises what the decoder raises."""
-    with gc_paused():
-        batches = decode_batches(data, topic=tp.topic, partition=tp.partition,
-                                 check_crc=check_crcs, record_type=ConsumerRecord)
-    if not batches:
-        return Chunk([], offset, 0)
-    records: list[Record]
-    if read_committed:
-        records = filter_aborted(batches, [(a.producer_id, a.first_offset)
-                                           for a in aborted or ()])
-    else:
-        records = []
-        for batch in batches:
-            if not batch.is_control:
-                records.extend(batch.records)
-    # A batch may start before the offset asked for; records come in offset order.
-    skip = bisect.bisect_left(records, offset, key=_by_offset)
-    if skip:
-        del records[:skip]
-    return Chunk(cast("list[ConsumerRecord]", records),
-                 max(offset, batches[-1].next_offset), len(data))
+def read_chunk(tp: TopicPartition, offset: int, data: bytes, aborted: list[Any] | None, *,
+               check_crcs: bool, read_committed: bool) -> Chunk:
+    """One partition's answer from ``offset`` on, sized by its headers and not yet decoded.
+
+    An answer that starts with an entry the walk cannot size is decoded at once, so the error
+    it raises reaches the caller now instead of with the records.
+    """
+    entries = walk_entries(data)
+    if entries.malformed and entries.next_offset < 0:
+        decode_batches(data, topic=tp.topic, partition=tp.partition, check_crc=check_crcs)
+    filt = AbortedFilter.of([(a.producer_id, a.first_offset) for a in aborted or ()]) \
+        if read_committed else None
+    return Chunk(tp, offset, data, entries, sum(entries.counts), check_crcs, filt)
 
 
 @attrs.define

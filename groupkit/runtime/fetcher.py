@@ -43,7 +43,7 @@ from groupkit.protocol.messages.fetch import (
 )
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.runtime.cluster import FETCH, Cluster
-from groupkit.runtime.fetched import Chunk, ConsumerRecord, FetchedPartition, decode_chunk
+from groupkit.runtime.fetched import Chunk, ConsumerRecord, FetchedPartition, read_chunk
 from groupkit.runtime.offsets import OffsetStore
 from groupkit.runtime.partition_state import FAILED_STATES, PartitionEvent, PartitionState
 
@@ -191,44 +191,46 @@ class Fetcher:
                        for p in self._parts.values())
 
     def take(self, max_records: int) -> list[ConsumerRecord]:
-        """Up to ``max_records`` buffered records, a fair share from each partition.
+        """Up to ``max_records`` buffered records, a fair share from each partition, decoded
+        from the raw answers as they are taken.
 
-        Raises the first stored partition error (e.g. NoOffsetForPartitionError) instead, once
-        the records buffered ahead of it are taken.
+        Raises the first stored partition error (e.g. NoOffsetForPartitionError, or a corrupt
+        entry met while decoding) instead, once the records buffered ahead of it are taken.
         Wakes the fetcher thread when a partition's buffer drops below the refetch mark or an
         answer is used up (the overall ``fetch_max_bytes`` budget).
         """
         out: list[ConsumerRecord] = []
         mark = self.config.max_partition_fetch_bytes
         with self._cond:
-            for part in self._parts.values():
-                if part.error is not None and part.state in FAILED_STATES and not part.chunks:
-                    error, part.error = part.error, None
-                    part.go(E.ERROR_RAISED)
-                    raise error
+            self._raise_owed()
             ready = [p for p in self._parts.values() if p.chunks and not p.paused]
             refetch = False
             while ready and len(out) < max_records:
                 share = max(1, (max_records - len(out)) // len(ready))
                 for part in ready:
                     chunk = part.chunks[0]
-                    piece = chunk.records[chunk.index:chunk.index + share]
+                    try:
+                        piece = chunk.take(share)
+                    except GroupkitError as exc:
+                        self._undecodable(part, exc)
+                        refetch = True
+                        continue
                     out.extend(piece)
-                    chunk.index += len(piece)
                     if piece:
                         last = piece[-1]
                         part.position = last.offset + 1
                         part.taken += len(piece)
                         part.last_timestamp = last.timestamp
                         self._changed.add(part.tp)
-                    if chunk.index >= len(chunk.records):
+                    if chunk.done:
                         part.chunks.popleft()
                         freed = chunk.left
                         part.position = max(part.position or 0, chunk.next_offset)
                         self._changed.add(part.tp)
                         refetch = True
                     else:
-                        freed = chunk.size * len(piece) // len(chunk.records)
+                        # The headers' count can be short (legacy compressed entries).
+                        freed = min(chunk.left, chunk.size * len(piece) // max(1, chunk.count))
                     chunk.left -= freed
                     part.buffered -= freed
                     part.taken_bytes += freed
@@ -239,7 +241,29 @@ class Fetcher:
                 ready = [p for p in ready if p.chunks]
             if refetch:
                 self._cond.notify_all()
+            if not out:
+                self._raise_owed()
         return out
+
+    def _raise_owed(self) -> None:
+        """Raise the first partition error with no records buffered ahead of it (once)."""
+        for part in self._parts.values():
+            if part.error is not None and part.state in FAILED_STATES and not part.chunks:
+                error, part.error = part.error, None
+                part.go(E.ERROR_RAISED)
+                raise error
+
+    def _undecodable(self, part: FetchedPartition, exc: GroupkitError) -> None:
+        """A buffered entry of ``part`` cannot be decoded: forget what is buffered from the
+        position on and owe the application the error. Fetching then resumes at the position,
+        so the entry is met, and raised, again until the application seeks past it (as the
+        Java client raises a corrupt record each time its position reaches it)."""
+        log.warning("%s-%d: the record batch at offset %s cannot be decoded (%s); poll()"
+                    " raises it until the application seeks past it", part.tp.topic,
+                    part.tp.partition, part.position, exc)
+        self._drop(part)
+        part.error = exc
+        part.go(E.DECODE_FAILED)
 
     def progress(self) -> tuple[PartitionProgress, ...]:
         """The positioned partitions whose position, log end or taken records changed since the
@@ -575,7 +599,7 @@ class Fetcher:
 
     def _fill(self, tp: TopicPartition, offset: int, epoch: int,
               answer: Any) -> tuple[int, int, bool]:
-        """Decode one partition's answer into its buffer.
+        """Put one partition's answer, sized but not decoded, into its buffer.
 
         Returns (records, bytes, whether an error now waits for the application).
         """
@@ -598,13 +622,14 @@ class Fetcher:
                     part.retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
                 elif chunk is not None and chunk.next_offset > offset:
                     self._store(part, offset, chunk)
-                    return len(chunk.records), chunk.size, False
+                    return chunk.count, chunk.size, False
             return 0, 0, part.state in FAILED_STATES
 
     def _read(self, tp: TopicPartition, offset: int,
               answer: Any) -> tuple[GroupkitError | None, Chunk | None]:
         """Outside the lock: the error for the application (a code retrying cannot fix, or
-        records that cannot be decoded), else the decoded records, if any."""
+        an answer whose first entry cannot be read), else the answer's records, if any, sized
+        by their headers (``take`` decodes them)."""
         code = answer.error_code
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             log.info("%s-%d: offset %d is out of range", tp.topic, tp.partition, offset)
@@ -614,7 +639,7 @@ class Fetcher:
             return (None if exc.retriable else exc), None
         elif answer.records:
             try:
-                return None, decode_chunk(
+                return None, read_chunk(
                     tp, offset, answer.records, answer.aborted_transactions,
                     check_crcs=self.config.check_crcs,
                     read_committed=self.config.isolation_level == "read_committed")
@@ -654,7 +679,7 @@ class Fetcher:
     def _store(self, part: FetchedPartition, offset: int, chunk: Chunk) -> None:
         """Buffer an answer that moved past ``offset`` (records, or only control/aborted ones)."""
         part.fetch_offset = chunk.next_offset
-        if part.position == offset and not chunk.records:
+        if part.position == offset and not chunk.count:
             part.position = chunk.next_offset
             self._changed.add(part.tp)
         else:

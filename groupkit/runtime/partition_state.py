@@ -39,6 +39,7 @@ class PartitionEvent(enum.Enum):
     FETCH_SENT = "fetch_sent"
     FETCH_ANSWERED = "fetch_answered"
     FETCH_FAILED = "fetch_failed"
+    DECODE_FAILED = "decode_failed"
     OUT_OF_RANGE = "out_of_range"
     DROPPED = "dropped"
     ERROR_RAISED = "error_raised"
@@ -62,6 +63,10 @@ TRANSITIONS: dict[tuple[PartitionState, PartitionEvent], PartitionState] = {
     # Records, nothing new, or a retriable error (READY after a back-off).
     (S.FETCHING, E.FETCH_ANSWERED): S.READY,
     (S.FETCHING, E.FETCH_FAILED): S.FAILED,
+    # take() met a buffered entry it cannot decode (buffers already dropped, so FETCHING is
+    # over); a later failure ahead of it gives way to it.
+    (S.READY, E.DECODE_FAILED): S.FAILED,
+    (S.FAILED, E.DECODE_FAILED): S.FAILED,
     # OFFSET_OUT_OF_RANGE at the position: look the start up again by auto_offset_reset.
     (S.FETCHING, E.OUT_OF_RANGE): S.AWAIT_POSITION,
     (S.NO_OFFSET, E.ERROR_RAISED): S.AWAIT_POSITION,

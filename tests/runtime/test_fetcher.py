@@ -9,7 +9,9 @@ cover fetching itself.
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
@@ -438,3 +440,105 @@ def test_a_lookup_that_outlived_a_revoke_does_not_position_the_partition_assigne
         assert lookup.calls == 2
     finally:
         fetcher.close(5)
+
+
+def live_records() -> int:
+    """A count that grows by one with each ConsumerRecord alive: every instance holds a
+    reference to its class (the decoder leaves them untracked by the garbage collector, so
+    gc.get_objects() would not see them)."""
+    return sys.getrefcount(ConsumerRecord)
+
+
+def test_an_answer_is_held_raw_and_decoded_only_as_its_records_are_taken() -> None:
+    # 100 batches of 50 records: decoding the answer whole would build 5,000 records.
+    log = b"".join(encode_batch([(None, b"%d" % (i * 50 + j)) for j in range(50)],
+                                base_offset=i * 50) for i in range(100))
+    fetcher, cluster, woken = start("read_uncommitted")
+    try:
+        before = live_records()
+        _, first = cluster.conn.next_request(1)
+        first.set_result(answer(log, high_watermark=5000))
+        assert woken.wait(10)
+        assert live_records() - before < 5
+        taken = fetcher.take(10)
+        assert [r.offset for r in taken] == list(range(10))
+        # The batch the ten came from (50 records), not a second one.
+        assert 50 <= live_records() - before < 100
+        rest: list[ConsumerRecord] = []
+        while len(taken) + len(rest) < 5000:
+            piece = fetcher.take(7)
+            assert piece, "the buffered answer ran dry early"
+            rest.extend(piece)
+        assert [r.offset for r in taken + rest] == list(range(5000))
+        assert fetcher.positions() == {TP: 5000}
+    finally:
+        fetcher.close(5)
+
+
+def test_the_next_fetch_asks_past_the_last_complete_batch_before_anything_is_taken() -> None:
+    fetcher, cluster, woken = start("read_uncommitted")
+    try:
+        _, first = cluster.conn.next_request(1)
+        whole = encode_batch([(None, b"x")] * 5, base_offset=0)
+        cut = encode_batch([(None, b"y")] * 5, base_offset=5)[:-10]
+        first.set_result(answer(whole + cut, high_watermark=10))
+        request, _ = cluster.conn.next_request(2)
+        assert fetched(request) == {0: 5}
+        assert [r.offset for r in fetcher.take(100)] == [0, 1, 2, 3, 4]
+    finally:
+        fetcher.close(5)
+
+
+def test_read_committed_filtering_holds_across_records_taken_one_at_a_time() -> None:
+    fetcher, cluster, woken = start("read_committed")
+    try:
+        _, future = cluster.conn.next_request(1)
+        future.set_result(answer(transactional_log(), [(PID, 3)]))
+        assert woken.wait(10)
+        values = []
+        while piece := fetcher.take(1):
+            assert len(piece) == 1
+            values.append(piece[0].value)
+        assert values == [b"c1", b"c2", b"plain"]
+        assert fetcher.positions() == {TP: 7}
+    finally:
+        fetcher.close(5)
+
+
+def test_a_corrupt_batch_behind_good_ones_in_one_answer_is_raised_after_them_then_refetched(
+        caplog: pytest.LogCaptureFixture) -> None:
+    fetcher, cluster, woken = start("read_uncommitted")
+    try:
+        _, first = cluster.conn.next_request(1)
+        corrupt = bytearray(encode_batch([(None, b"2"), (None, b"3")], base_offset=2))
+        corrupt[-1] ^= 0xFF
+        good = encode_batch([(None, b"0"), (None, b"1")], base_offset=0)
+        first.set_result(answer(good + bytes(corrupt), high_watermark=4))
+        assert woken.wait(10)
+        # The headers say the answer ends at 4, so the next Fetch is already out.
+        request, ahead = cluster.conn.next_request(2)
+        assert fetched(request) == {0: 4}
+        assert [r.offset for r in fetcher.take(100)] == [0, 1]
+        with pytest.raises(CorruptRecordError):
+            fetcher.take(100)
+        assert "offset 2 cannot be decoded" in caplog.text
+        assert fetcher.positions() == {TP: 2}
+        # The Fetch sent ahead is forgotten; the corrupt batch is asked for again.
+        ahead.set_result(answer(b"", high_watermark=4))
+        request, again = cluster.conn.next_request(3)
+        assert fetched(request) == {0: 2}
+        again.set_result(answer(bytes(corrupt), high_watermark=4))
+        with pytest.raises(CorruptRecordError):
+            wait_for_take(fetcher)
+    finally:
+        fetcher.close(5)
+
+
+def wait_for_take(fetcher: Fetcher) -> list[ConsumerRecord]:
+    """Take until records (or an error) come, for up to 10 s."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if records := fetcher.take(100):
+            return records
+        time.sleep(0.01)
+    raise AssertionError("no records and no error within 10 s")
