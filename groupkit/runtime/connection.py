@@ -90,7 +90,13 @@ class _Link:
 
     sock: socket.socket | SerialTlsSocket
     decoder: FrameDecoder
-    cond: threading.Condition = attrs.field(factory=threading.Condition)
+    #: Guards ``pending`` and ``closed``. The hot paths (``_send_on``, ``_complete``) hold it
+    #: directly, a C-level context manager, instead of entering ``cond`` (a Python-level
+    #: ``Condition.__enter__``/``__exit__`` pair per use); it is the same lock either way.
+    lock: threading.Lock = attrs.field(factory=threading.Lock)
+    #: The watchdog's wait and wakeups, on ``lock``.
+    cond: threading.Condition = attrs.field(
+        default=attrs.Factory(lambda link: threading.Condition(link.lock), takes_self=True))
     pending: collections.deque[_Pending] = attrs.field(factory=collections.deque)
     versions: dict[int, int] = attrs.field(factory=dict)
     closed: bool = False
@@ -171,7 +177,7 @@ class BrokerConnection:
         link = self._link
         if link is None:
             return 0
-        with link.cond:
+        with link.lock:
             return len(link.pending)
 
     # --- connecting ----------------------------------------------------------------------------
@@ -394,7 +400,7 @@ class BrokerConnection:
             self._last_sent = (request, version,
                                frame if len(frame) <= _REPEAT_FRAME_BYTES else None)
             now = time.monotonic()
-            with link.cond:
+            with link.lock:
                 if link.closed:
                     raise KafkaConnectionError(f"the connection to {self.address} is closed; "
                                                "send again to reconnect")
@@ -437,7 +443,7 @@ class BrokerConnection:
 
     def _complete(self, link: _Link, frame: bytes) -> None:
         correlation_id = peek_correlation_id(frame)
-        with link.cond:
+        with link.lock:
             head = link.pending[0] if link.pending else None
             if head is None or head.correlation_id != correlation_id:
                 expected = "none" if head is None else str(head.correlation_id)
@@ -457,7 +463,7 @@ class BrokerConnection:
                 f" the connection handshake ({exc}); check that this address is a Kafka listener"
                 " and that security_protocol matches it"), head)
             return
-        with link.cond:
+        with link.lock:
             if link.closed:
                 return
             link.pending.popleft()

@@ -405,11 +405,14 @@ class GroupRunner:
         Java heartbeat thread likewise handles answers in its own loop), so a heartbeat
         costs the runner one wakeup, not two. It still carries the time it arrived.
         """
-        error = future.exception()
-        if error is not None:
+        try:
+            # One look at the done future (``exception()`` and then ``result()`` would take
+            # its lock twice on every answer).
+            response = future.result()
+        except BaseException as exc:
+            error = exc
             self._post(lambda now: self._failed(token, error, now))
             return
-        response = future.result()
         if due is None or response.error_code:
             self._post(lambda now: self._respond(token, response, now))
             return

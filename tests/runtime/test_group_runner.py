@@ -283,3 +283,49 @@ def test_a_heartbeat_answered_after_the_next_was_due_lets_it_go_at_once() -> Non
     # Each answer comes 300 ms after its heartbeat, past the next one's due time (100 ms):
     # it must wake the runner, which would otherwise sleep until the session deadline (30 s).
     run_with_slow_heartbeats(0.3, 5, session_timeout_ms=30_000, heartbeat_interval_ms=100)
+
+
+class _CountedFuture(Future[Any]):
+    """A Future that counts how often a thread other than the test's looks at its outcome."""
+
+    looks = 0
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._count()
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._count()
+        return super().exception(timeout)
+
+    def _count(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            self.looks += 1
+
+
+def test_each_answer_is_read_from_its_future_with_one_look() -> None:
+    answered: list[_CountedFuture] = []
+
+    class Counting(ScriptedBroker):
+        def send(self, request: Any, version: int | None = None, *,
+                 timeout_ms: int | None = None) -> Future[Any]:
+            future = _CountedFuture()
+            future.set_result(self.answer(request))
+            answered.append(future)
+            return future
+
+    runner, _, woken = make_runner([])
+    runner.any_broker = lambda: Counting("any", [])
+    runner.connect = lambda found, purpose: Counting(purpose, [])
+    runner.start()
+    try:
+        wait_for_event(runner, woken, Assigned)
+        deadline = time.monotonic() + 5
+        while sum(isinstance(f.result(), HeartbeatResponse) for f in list(answered)) < 3:
+            assert time.monotonic() < deadline, "heartbeats stopped"
+            time.sleep(0.01)
+    finally:
+        assert runner.leave(5)
+    # The runner's callback looks once; taking the error and then the result would lock the
+    # future twice per answer.
+    assert answered and all(f.looks == 1 for f in answered), [f.looks for f in answered]
