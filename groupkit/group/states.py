@@ -22,6 +22,13 @@ class MemberState(enum.Enum):
     Each value is the state's one-line description (the generated diagram page shows it).
     """
 
+    # Members are singletons compared by identity, so identity hashing agrees with equality;
+    # it is C code, where Enum's own ``__hash__`` (hash of the name) is a Python call, and the
+    # runner and machine look states up in sets some fifteen times per heartbeat. Iteration
+    # order of sets of states was never fixed (name hashes vary with the hash seed too);
+    # pages that list states sort them (``table.rows``).
+    __hash__ = object.__hash__
+
     UNJOINED = "Not a member and not trying: before start, or after the poll interval expired."
     COORDINATOR_UNKNOWN = "Looking for the group coordinator (FindCoordinator sent or backing off)."
     PREPARING_REBALANCE = "JoinGroup sent (or backing off before it is sent again)."

@@ -3,7 +3,9 @@ from them."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,7 @@ from groupkit.group.backoff import Backoff
 from groupkit.group.diagram import render
 from groupkit.group.error_actions import DEFAULT_ACTIONS, ERROR_ACTIONS
 from groupkit.group.states import (
+    HEARTBEAT_STATES,
     REACTIONS,
     TERMINAL_STATES,
     TRANSITIONS,
@@ -120,3 +123,23 @@ def test_an_action_without_a_reaction_is_a_named_error() -> None:
 def test_the_docs_page_is_drawn_from_the_current_tables() -> None:
     assert DOC.read_text() == render() + "\n", \
         "regenerate: python -m groupkit.group.diagram > docs/group-state-machine.md"
+
+
+def test_looking_a_state_up_in_a_set_runs_no_python_code() -> None:
+    # The runner and the machine do this some fifteen times per heartbeat; Enum's own
+    # __hash__ is a Python function (hash of the name).
+    calls: list[str] = []
+    states = list(MemberState)
+
+    def profile(frame: Any, event: str, arg: object) -> None:
+        if event == "call":
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        found = list(map(HEARTBEAT_STATES.__contains__, states))  # no Python frame of its own
+    finally:
+        sys.setprofile(None)
+    assert calls == []
+    assert found.count(True) == len(HEARTBEAT_STATES) == 3
+    assert len({*MemberState, *MemberState}) == len(MemberState)
