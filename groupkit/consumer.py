@@ -104,7 +104,10 @@ class Consumer:
         self._cluster = Cluster(self.config,
                                 allow_auto_topic_creation=self.config.allow_auto_create_topics,
                                 hooks=self.hooks)
-        self._signal = threading.Condition()
+        # ``poll`` and ``_wake`` hold the signal's lock directly (C code) rather than entering
+        # the Condition (a Python-level __enter__/__exit__ pair): an idle poll takes it twice.
+        self._signal_lock = threading.Lock()
+        self._signal = threading.Condition(self._signal_lock)
         self._woken = False
         self._runner: GroupRunner | None = None
         self._offsets = OffsetStore(self._cluster, self.config, lambda: self._runner, self.hooks)
@@ -207,7 +210,7 @@ class Consumer:
         if self._runner is not None:
             self._runner.application_polled()
         while True:
-            with self._signal:
+            with self._signal_lock:
                 self._woken = False
             self._handle_group_events()
             self._offsets.run_callbacks()
@@ -223,7 +226,7 @@ class Consumer:
             wait = deadline - now
             if self.config.enable_auto_commit and self._runner is not None:
                 wait = min(wait, max(0.0, self._next_auto_commit - now))
-            with self._signal:
+            with self._signal_lock:
                 if not self._woken:
                     self._signal.wait(wait)
 
@@ -252,7 +255,7 @@ class Consumer:
                     time.perf_counter() - started))
 
     def _wake(self) -> None:
-        with self._signal:
+        with self._signal_lock:
             self._woken = True
             self._signal.notify_all()
 

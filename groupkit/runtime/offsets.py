@@ -339,6 +339,9 @@ class OffsetStore:
 
     def run_callbacks(self) -> None:
         """Run the callbacks of finished async commits (on the calling, application thread)."""
+        if not self._done:
+            return  # every poll asks: the common case takes no lock (one finishing meanwhile
+            # is run at the next poll, as if it had finished just after a locked look)
         while True:
             with self._lock:
                 if not self._done:
