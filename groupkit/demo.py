@@ -8,6 +8,7 @@ as it happens, then a summary: records produced and consumed, commits, rebalance
 from __future__ import annotations
 
 import collections
+import functools
 import subprocess
 import sys
 import threading
@@ -23,7 +24,7 @@ from assignors import TopicPartition
 from groupkit.admin import Admin
 from groupkit.consumer import ConsumerRecord
 from groupkit.group_consumer import GroupConsumer, RunSummary
-from groupkit.hooks import Event, Joined
+from groupkit.hooks import Event, Joined, Synced
 from groupkit.producer import Producer, RecordMetadata
 from groupkit.testing import LocalBroker
 
@@ -63,15 +64,23 @@ class _Ledger:
     owners: dict[str, set[int]] = attrs.field(factory=dict)
     generations: set[int] = attrs.field(factory=set)
     seen: collections.Counter[tuple[int, int]] = attrs.field(factory=collections.Counter)
+    #: Each worker's generation as of its last SyncGroup answer.
+    synced: dict[str, int] = attrs.field(factory=dict)
 
     def __attrs_post_init__(self) -> None:
         self.changed = threading.Condition(self.lock)
 
-    def hook(self, event: Event) -> None:
-        """Counts the group's generations: each one is a completed rebalance."""
+    def hook(self, worker: str, event: Event) -> None:
+        """Counts the group's generations (each one is a completed rebalance) and notes the
+        generation each worker last synced in."""
         if isinstance(event, Joined):
             with self.lock:
                 self.generations.add(event.generation_id)
+                self.changed.notify_all()
+        elif isinstance(event, Synced):
+            with self.lock:
+                self.synced[worker] = event.generation_id
+                self.changed.notify_all()
 
     def record(self, records: list[ConsumerRecord]) -> None:
         with self.lock:
@@ -92,6 +101,15 @@ class _Ledger:
         with self.lock:
             if not self.changed.wait_for(condition, timeout):
                 raise TimeoutError(f"the demo waited {timeout:.0f}s for {what}")
+
+    def settled(self, workers: list[str], partitions: int) -> bool:
+        """Whether exactly ``workers`` own the topic evenly and each has synced in the newest
+        generation (call under lock). Only then is a worker's last commit on stop accepted: in
+        a rebalance the coordinator refuses commits of the generation that is ending, and a
+        member that gained nothing gets no assignment callback to show it is still rejoining."""
+        newest = max(self.generations, default=-1)
+        return self.covered_by(workers, partitions) \
+            and all(self.synced.get(w) == newest for w in workers)
 
     def covered_by(self, workers: list[str], partitions: int) -> bool:
         """Whether exactly ``workers`` own the topic, each partition once, evenly (call under
@@ -136,7 +154,7 @@ class _Running:
 
 
 def _start(name: str, ledger: _Ledger, settings: dict[str, Any]) -> _Running:
-    worker = _Worker(name, ledger, **settings)
+    worker = _Worker(name, ledger, **settings, hooks=[functools.partial(ledger.hook, name)])
     result: list[RunSummary | BaseException] = []
 
     def run() -> None:
@@ -183,7 +201,7 @@ def run_demo(partitions: int = 6, rate: float = 200.0, out: Callable[[str], None
         with Admin(bootstrap_servers=bootstrap) as admin:
             admin.create_topics([TOPIC], num_partitions=partitions)
         out(f"topic:  {TOPIC} with {partitions} partitions; producing {rate:g} records/s")
-        settings = {**WORKER_SETTINGS, "bootstrap_servers": bootstrap, "hooks": [ledger.hook]}
+        settings = {**WORKER_SETTINGS, "bootstrap_servers": bootstrap}
         stop_producing = threading.Event()
         sent: list[Future[RecordMetadata]] = []
         with Producer(bootstrap_servers=bootstrap, linger_ms=5) as producer:
@@ -198,11 +216,11 @@ def run_demo(partitions: int = 6, rate: float = 200.0, out: Callable[[str], None
                             wait, "two workers to share the topic")
                 out("\nadding worker-3")
                 workers["worker-3"] = _start("worker-3", ledger, settings)
-                ledger.wait(lambda: ledger.covered_by(list(workers), partitions), wait,
+                ledger.wait(lambda: ledger.settled(list(workers), partitions), wait,
                             "three workers to share the topic")
                 out("\nstopping worker-1 (it commits, then leaves the group)")
                 summaries.append(_finish(workers.pop("worker-1"), wait))
-                ledger.wait(lambda: ledger.covered_by(list(workers), partitions), wait,
+                ledger.wait(lambda: ledger.settled(list(workers), partitions), wait,
                             "the two remaining workers to share the topic")
             finally:
                 stop_producing.set()
@@ -214,15 +232,16 @@ def run_demo(partitions: int = 6, rate: float = 200.0, out: Callable[[str], None
                 ledger.wait(lambda: produced <= ledger.seen.keys(), wait,
                             "every produced record to be consumed")
             finally:
-                # One at a time, each after the rest hold every partition again: a worker that
-                # stops while the group rebalances cannot commit its last positions (the
-                # coordinator refuses commits of a generation that is ending).
+                # One at a time, each after the rest hold every partition again, synced in the
+                # newest generation: a worker that stops while the group rebalances cannot
+                # commit its last positions (the coordinator refuses commits of a generation
+                # that is ending).
                 remaining = list(workers)
                 for name in list(workers):
                     summaries.append(_finish(workers[name], wait))
                     remaining.remove(name)
                     if remaining:
-                        ledger.wait(lambda: ledger.covered_by(remaining, partitions), wait,
+                        ledger.wait(lambda: ledger.settled(remaining, partitions), wait,
                                     "the remaining workers to hold every partition")
         with ledger.lock:
             consumed = sum(ledger.seen.values())
