@@ -54,18 +54,23 @@ class Chunk:
     start: int
     data: bytes
     entries: Entries
-    #: The data records the headers announce (an estimate for legacy compressed entries).
-    count: int
     check_crcs: bool
     aborted: AbortedFilter | None
     records: list[ConsumerRecord] = attrs.field(factory=list)
     index: int = 0
     entry: int = 0
     left: int = attrs.field()
+    #: The data records the headers announce (an estimate for legacy compressed entries);
+    #: kept, not summed per ``take``.
+    count: int = attrs.field(init=False)
 
     @left.default
     def _all_left(self) -> int:
         return len(self.data)
+
+    @count.default
+    def _announced(self) -> int:
+        return sum(self.entries.counts)
 
     @property
     def size(self) -> int:
@@ -96,38 +101,31 @@ class Chunk:
     def _decode(self, want: int) -> None:
         """Replace the taken window with the records of the next entries, about ``want`` of
         them (whole entries: at least one)."""
-        ends, counts = self.entries.ends, self.entries.counts
-        first = self.entry
-        begin = ends[first - 1] if first else 0
-        last, found = first, counts[first]
-        while found < want and last + 1 < len(ends):
+        counts = self.entries.counts
+        first = last = self.entry
+        found = counts[first]
+        while found < want and last + 1 < len(counts):
             last += 1
             found += counts[last]
         try:
-            records = self._records(begin, ends[last])
-            self.entry = last + 1
+            records = self._records(first, last)
         except GroupkitError:
             if last == first:
                 raise
-            # Hand over the good entries before the bad one first; the bad one raises when
-            # the application reaches it (the Java client's CompletedFetch does the same).
-            records = []
-            for entry in range(first, last + 1):
-                try:
-                    records += self._records(ends[entry - 1] if entry else 0, ends[entry])
-                except GroupkitError:
-                    self.entry = entry
-                    break
-            else:
-                self.entry = last + 1
+            # Hand over the good entries before the bad one first, one entry per decode: the
+            # bad one raises when the application reaches it (as Java's CompletedFetch does).
+            last = first
+            records = self._records(first, last)
+        self.entry = last + 1
         if records and records[0].offset < self.start:
             del records[:bisect.bisect_left(records, self.start, key=_by_offset)]
         self.records = cast("list[ConsumerRecord]", records)
         self.index = 0
 
-    def _records(self, begin: int, end: int) -> list[Record]:
-        """The visible records of the entries in ``data[begin:end]``."""
-        raw = self.data[begin:end]
+    def _records(self, first: int, last: int) -> list[Record]:
+        """The visible records of entries ``first`` to ``last``."""
+        ends = self.entries.ends
+        raw = self.data[ends[first - 1] if first else 0:ends[last]]
         tp = self.tp
         with gc_paused():
             if self.aborted is None:
@@ -150,7 +148,7 @@ def read_chunk(tp: TopicPartition, offset: int, data: bytes, aborted: list[Any] 
         decode_batches(data, topic=tp.topic, partition=tp.partition, check_crc=check_crcs)
     filt = AbortedFilter.of([(a.producer_id, a.first_offset) for a in aborted or ()]) \
         if read_committed else None
-    return Chunk(tp, offset, data, entries, sum(entries.counts), check_crcs, filt)
+    return Chunk(tp, offset, data, entries, check_crcs, filt)
 
 
 @attrs.define
