@@ -60,6 +60,8 @@ class Chunk:
     index: int = 0
     entry: int = 0
     left: int = attrs.field()
+    #: Its place among the answers buffered (the fetcher numbers them as they arrive).
+    arrival: int = 0
     #: The data records the headers announce (an estimate for legacy compressed entries);
     #: kept, not summed per ``take``.
     count: int = attrs.field(init=False)

@@ -1,9 +1,10 @@
 """Background prefetching: one long-poll Fetch in flight per partition leader.
 
 A daemon thread finds each assigned partition's starting offset (committed, else
-``auto_offset_reset``), sends Fetch requests on connections used only for fetching, decodes
-the answers with ``groupkit.protocol.records`` straight into ``ConsumerRecord`` objects and
-buffers them per partition. A partition is fetched again as soon as its buffer holds less than
+``auto_offset_reset``), sends Fetch requests on connections used only for fetching, and
+buffers each partition's answer raw, sized by its batch headers (``runtime.fetched``); ``take``
+decodes the answers into ``ConsumerRecord`` objects as it hands them over, one answer after
+another in the order they arrived. A partition is fetched again as soon as its buffer holds less than
 ``max_partition_fetch_bytes``, so the next answer is on its way before the application runs
 dry, while memory stays within that plus one answer per partition and ``fetch_max_bytes``
 overall. Seek, pause and revoke bump the partition's epoch: an answer that left under an older
@@ -56,6 +57,10 @@ E = PartitionEvent
 _TOPIC_IDS = 13
 
 
+def _arrival(part: FetchedPartition) -> int:
+    return part.chunks[0].arrival
+
+
 @attrs.frozen
 class _Sent:
     node: int
@@ -96,6 +101,9 @@ class Fetcher:
     #: the same answer to an equal request again may be answered by sending it again (see
     #: ``_idle_again``) without waking the fetcher thread.
     _quiet: dict[int, tuple[FetchRequest | None, Any]] = attrs.field(init=False, factory=dict)
+    #: The partition whose answer ``take`` is draining, and how many answers were buffered.
+    _in_line: FetchedPartition | None = attrs.field(init=False, default=None)
+    _arrived: int = attrs.field(init=False, default=0)
 
     # --- the application's side ----------------------------------------------------------------
 
@@ -191,8 +199,14 @@ class Fetcher:
                        for p in self._parts.values())
 
     def take(self, max_records: int) -> list[ConsumerRecord]:
-        """Up to ``max_records`` buffered records, a fair share from each partition, decoded
-        from the raw answers as they are taken.
+        """Up to ``max_records`` buffered records, decoded from the raw answers as they are
+        taken.
+
+        Answers are drained one at a time, in the order they arrived, as the Java client's
+        FetchCollector drains its next-in-line CompletedFetch before it moves on to the next
+        one; a partition's next answer is asked for as its buffer drains, so it queues behind
+        the answers of the others and every partition gets its turn. A poll so touches one or
+        two answers, not every assigned partition.
 
         Raises the first stored partition error (e.g. NoOffsetForPartitionError, or a corrupt
         entry met while decoding) instead, once the records buffered ahead of it are taken.
@@ -203,47 +217,56 @@ class Fetcher:
         mark = self.config.max_partition_fetch_bytes
         with self._cond:
             self._raise_owed()
-            ready = [p for p in self._parts.values() if p.chunks and not p.paused]
             refetch = False
-            while ready and len(out) < max_records:
-                share = max(1, (max_records - len(out)) // len(ready))
-                for part in ready:
-                    chunk = part.chunks[0]
-                    try:
-                        piece = chunk.take(share)
-                    except GroupkitError as exc:
-                        self._undecodable(part, exc)
-                        refetch = True
-                        continue
-                    out.extend(piece)
-                    if piece:
-                        last = piece[-1]
-                        part.position = last.offset + 1
-                        part.taken += len(piece)
-                        part.last_timestamp = last.timestamp
-                        self._changed.add(part.tp)
-                    if chunk.done:
-                        part.chunks.popleft()
-                        freed = chunk.left
-                        part.position = max(part.position or 0, chunk.next_offset)
-                        self._changed.add(part.tp)
-                        refetch = True
-                    else:
-                        # The headers' count can be short (legacy compressed entries).
-                        freed = min(chunk.left, chunk.size * len(piece) // max(1, chunk.count))
-                    chunk.left -= freed
-                    part.buffered -= freed
-                    part.taken_bytes += freed
-                    self._buffered -= freed
-                    refetch = refetch or part.buffered < mark <= part.buffered + freed
-                    if len(out) >= max_records:
+            part = self._in_line
+            while len(out) < max_records:
+                if part is None or not part.chunks or part.paused \
+                        or self._parts.get(part.tp) is not part:
+                    part = self._next_in_line()
+                    if part is None:
                         break
-                ready = [p for p in ready if p.chunks]
+                chunk = part.chunks[0]
+                try:
+                    piece = chunk.take(max_records - len(out))
+                except GroupkitError as exc:
+                    self._undecodable(part, exc)
+                    refetch = True
+                    part = None
+                    continue
+                out.extend(piece)
+                if piece:
+                    last = piece[-1]
+                    part.position = last.offset + 1
+                    part.taken += len(piece)
+                    part.last_timestamp = last.timestamp
+                    self._changed.add(part.tp)
+                if chunk.done:
+                    part.chunks.popleft()
+                    freed = chunk.left
+                    part.position = max(part.position or 0, chunk.next_offset)
+                    self._changed.add(part.tp)
+                    refetch = True
+                else:
+                    # The headers' count can be short (legacy compressed entries).
+                    freed = min(chunk.left, chunk.size * len(piece) // max(1, chunk.count))
+                chunk.left -= freed
+                part.buffered -= freed
+                part.taken_bytes += freed
+                self._buffered -= freed
+                refetch = refetch or part.buffered < mark <= part.buffered + freed
+                if chunk.done:
+                    part = None
+            self._in_line = part
             if refetch:
                 self._cond.notify_all()
             if not out:
                 self._raise_owed()
         return out
+
+    def _next_in_line(self) -> FetchedPartition | None:
+        """The unpaused partition whose first buffered answer arrived before the others'."""
+        return min((p for p in self._parts.values() if p.chunks and not p.paused),
+                   key=_arrival, default=None)
 
     def _raise_owed(self) -> None:
         """Raise the first partition error with no records buffered ahead of it (once)."""
@@ -685,6 +708,8 @@ class Fetcher:
         else:
             # Behind buffered records, an answer of only control or aborted records still
             # moves the position once the application reaches it.
+            self._arrived += 1
+            chunk.arrival = self._arrived
             part.chunks.append(chunk)
             part.buffered += chunk.size
             self._buffered += chunk.size

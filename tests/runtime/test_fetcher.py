@@ -293,6 +293,27 @@ def test_pausing_the_draining_partition_lets_the_caught_up_one_be_fetched() -> N
         fetcher.close(5)
 
 
+def test_answers_are_drained_one_at_a_time_in_the_order_they_arrived() -> None:
+    # The Java client's FetchCollector drains its next-in-line CompletedFetch before the next
+    # one: a poll takes from one partition's answer until it is used up, not a share of each.
+    fetcher, cluster, woken = start("read_uncommitted", partitions=(TP, TP1))
+    try:
+        request, first = cluster.conn.next_request(1)
+        assert fetched(request) == {0: 0, 1: 0}
+        both = answer(encode_batch([(None, b"one")] * 10, base_offset=0), partition=1,
+                      high_watermark=10)
+        both.responses[0].partitions.append(answer(
+            encode_batch([(None, b"zero")] * 10, base_offset=0), high_watermark=10)
+            .responses[0].partitions[0])
+        first.set_result(both)
+        assert woken.wait(10)
+        assert [(r.partition, r.offset) for r in fetcher.take(4)] == [(1, i) for i in range(4)]
+        assert [(r.partition, r.offset) for r in fetcher.take(100)] == [
+            (1, i) for i in range(4, 10)] + [(0, i) for i in range(10)]
+    finally:
+        fetcher.close(5)
+
+
 def test_legacy_message_sets_decode_to_consumer_records() -> None:
     fetcher, cluster, woken = start("read_uncommitted")
     try:
