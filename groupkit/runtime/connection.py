@@ -43,7 +43,7 @@ from groupkit.errors import (
 )
 from groupkit.group.backoff import Backoff
 from groupkit.hooks import BrokerRecovered, BrokerUnreachable, Hook, emit
-from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder
 from groupkit.protocol.headers import (
     decode_response_frame,
     encode_request_frame,
@@ -429,11 +429,22 @@ class BrokerConnection:
 
     def _read_loop(self, link: _Link) -> None:
         try:
+            decoder = link.decoder
             while True:
-                data = link.sock.recv(_RECV_BYTES)
-                if not data:
-                    raise KafkaConnectionError(f"{self.address} closed the connection")
-                for frame in link.decoder.feed(data):
+                # A large frame (a Fetch answer) is received straight into its own buffer.
+                room = decoder.room()
+                if room is not None:
+                    n = link.sock.recv_into(room)
+                    room.release()
+                    if not n:
+                        raise KafkaConnectionError(f"{self.address} closed the connection")
+                    frames = decoder.received(n)
+                else:
+                    data = link.sock.recv(_RECV_BYTES)
+                    if not data:
+                        raise KafkaConnectionError(f"{self.address} closed the connection")
+                    frames = decoder.feed(data)
+                for frame in frames:
                     self._complete(link, frame)
         except GroupkitError as exc:
             self._fail_link(link, exc)
@@ -441,7 +452,7 @@ class BrokerConnection:
             self._fail_link(link, KafkaConnectionError(
                 f"the connection to {self.address} broke: {exc}; the next send reconnects"))
 
-    def _complete(self, link: _Link, frame: bytes) -> None:
+    def _complete(self, link: _Link, frame: Frame) -> None:
         correlation_id = peek_correlation_id(frame)
         with link.lock:
             head = link.pending[0] if link.pending else None
@@ -470,7 +481,7 @@ class BrokerConnection:
         head.future.set_result(response)
 
     @staticmethod
-    def _decode_repeat(link: _Link, frame: bytes, head: _Pending) -> Response:
+    def _decode_repeat(link: _Link, frame: Frame, head: _Pending) -> Response:
         """The answer to a repeated request: the last one's decoded response when the bytes
         are the same (an idle fetch, a heartbeat), else a new decoding. Responses are frozen
         and the callers of repeated requests only read them, so one object may serve twice."""
@@ -556,13 +567,13 @@ class BrokerConnection:
         self.close()
 
 
-def _decode(frame: bytes, pending: _Pending) -> Response:
+def _decode(frame: Frame, pending: _Pending) -> Response:
     if pending.api_key == ApiKey.API_VERSIONS:
         return _decode_api_versions(frame, pending.version)
     return decode_response_frame(frame, pending.response_cls, pending.version)[1]
 
 
-def _decode_api_versions(frame: bytes, version: int) -> ApiVersionsResponse:
+def _decode_api_versions(frame: Frame, version: int) -> ApiVersionsResponse:
     """An ApiVersions reply, which a broker that refuses ``version`` may write in v0 form.
 
     Java parses at the version sent and, failing that, at v0 (ApiVersionsResponse.parse). A

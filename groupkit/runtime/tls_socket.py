@@ -56,6 +56,18 @@ class SerialTlsSocket:
                     want_write = True
             self._wait(want_write)
 
+    def recv_into(self, buffer: memoryview) -> int:
+        """Plaintext read into ``buffer``; its count (0 at end of stream), blocking as recv."""
+        while True:
+            with self._lock:
+                try:
+                    return self._sock.recv_into(buffer)
+                except ssl.SSLWantReadError:
+                    want_write = False
+                except ssl.SSLWantWriteError:
+                    want_write = True
+            self._wait(want_write)
+
     def sendall(self, data: bytes) -> None:
         """Write all of ``data``; raises OSError if the socket fails or is closed."""
         view = memoryview(data)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from groupkit.errors import ConfigError, CorruptFrame, FrameTooLarge, IllegalStateError
-from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder
+from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, DIRECT_FRAME_BYTES, FrameDecoder
 
 
 def framed(body: bytes) -> bytes:
@@ -128,3 +128,73 @@ def test_large_frame_in_small_chunks_is_linear() -> None:
 def test_negative_maximum_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="max_frame_size"):
         FrameDecoder(max_frame_size=-1)
+
+
+def _body(size: int, seed: int = 0) -> bytes:
+    return bytes((seed + i) % 251 for i in range(size))
+
+
+def test_a_large_frame_is_received_straight_into_its_own_buffer() -> None:
+    big, small = _body(DIRECT_FRAME_BYTES + 5000), b"next"
+    stream = framed(big) + framed(small)
+    dec = FrameDecoder()
+    assert dec.room() is None
+    assert dec.feed(stream[:1000]) == []
+    room = dec.room()
+    assert room is not None and len(room) == len(big) - 996
+    # What a socket's recv_into does: write into the room, then count what it wrote.
+    got = stream[1000:1000 + 30000]
+    room[:len(got)] = got
+    assert dec.received(len(got)) == []
+    assert dec.buffered == 4 + 996 + len(got)
+    rest = stream[1000 + len(got):4 + len(big)]
+    room = dec.room()
+    assert room is not None and len(room) == len(rest)
+    room[:] = rest
+    assert dec.received(len(rest)) == [big]
+    assert dec.room() is None and dec.buffered == 0
+    assert dec.feed(framed(small)) == [small]
+
+
+def test_bytes_fed_past_the_end_of_a_large_frame_start_the_next_ones() -> None:
+    big = _body(DIRECT_FRAME_BYTES * 2)
+    stream = framed(big) + framed(b"a") + framed(b"bb")[:3]
+    dec = FrameDecoder()
+    assert dec.feed(stream[:10]) == []
+    assert dec.room() is not None
+    assert dec.feed(stream[10:]) == [big, b"a"]
+    assert dec.room() is None and dec.buffered == 3
+    assert dec.feed(b"\x02bb") == [b"bb"]
+
+
+def test_received_refuses_more_bytes_than_the_room_had() -> None:
+    dec = FrameDecoder()
+    with pytest.raises(IllegalStateError, match="room"):
+        dec.received(1)
+    dec.feed(framed(_body(DIRECT_FRAME_BYTES))[:100])
+    with pytest.raises(IllegalStateError, match="room"):
+        dec.received(DIRECT_FRAME_BYTES)
+
+
+@given(sizes=st.lists(st.sampled_from([0, 7, DIRECT_FRAME_BYTES - 1, DIRECT_FRAME_BYTES,
+                                       DIRECT_FRAME_BYTES * 3]), max_size=5),
+       data=st.data())
+def test_feed_and_room_mixed_give_the_same_frames(sizes: list[int], data: st.DataObject) -> None:
+    bodies = [_body(n, seed) for seed, n in enumerate(sizes)]
+    stream = b"".join(framed(b) for b in bodies)
+    dec = FrameDecoder()
+    out: list[bytes | bytearray] = []
+    pos = 0
+    while pos < len(stream):
+        step = data.draw(st.integers(1, 3 * DIRECT_FRAME_BYTES))
+        room = dec.room()
+        if room is not None and data.draw(st.booleans()):
+            n = min(step, len(room), len(stream) - pos)
+            room[:n] = stream[pos:pos + n]
+            out += dec.received(n)
+        else:
+            n = min(step, len(stream) - pos)
+            out += dec.feed(stream[pos:pos + n])
+        pos += n
+    assert out == bodies
+    assert dec.buffered == 0

@@ -13,6 +13,7 @@ import pytest
 import trustme
 
 from groupkit.errors import AuthenticationError, ConfigError, KafkaConnectionError
+from groupkit.protocol.framing import DIRECT_FRAME_BYTES
 from groupkit.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupkit.protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRequestTopic
 from groupkit.protocol.messages.fetch import (
@@ -22,12 +23,14 @@ from groupkit.protocol.messages.fetch import (
     FetchResponse,
 )
 from groupkit.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from groupkit.protocol.records import decode_records
 from groupkit.protocol.versions import negotiate
 from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.sasl import SaslCredentials
 from groupkit.runtime.tls import TlsConfig
 from groupkit.testing import LocalBroker, probe_api_versions
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from tests.support.broker_data import create_topic as create_broker_topic, write_batches
 from tests.support.tls_terminator import TlsTerminator
 
 pytestmark = pytest.mark.broker
@@ -159,6 +162,23 @@ def test_tls_with_the_right_ca_talks_to_the_broker(tls_setup) -> None:
         with ThreadPoolExecutor(4) as pool:
             batches = list(pool.map(work, range(4)))
         assert all(isinstance(r, MetadataResponse) for batch in batches for r in batch)
+
+
+def test_tls_answer_larger_than_a_read_is_received_whole(tls_setup, kafka_broker,  # noqa: F811
+                                                          unique_name) -> None:  # noqa: F811
+    # A Fetch answer of ~400 KB is collected straight into its own buffer (recv_into), here
+    # through the serialised TLS socket.
+    _, ca_file, terminator = tls_setup
+    topic = unique_name("tls-big")
+    create_broker_topic(kafka_broker.bootstrap_servers, topic, 1)
+    written = write_batches(kafka_broker.bootstrap_servers, topic, {0: [500] * 8}, b"t" * 100)
+    assert written == {0: 4000}
+    with BrokerConnection("127.0.0.1", terminator.port, tls=TlsConfig(cafile=ca_file)) as c:
+        response = c.send(long_poll(topic, 100), version=FETCH_BY_NAME).result(30)
+    records = response.responses[0].partitions[0].records
+    assert len(records) > DIRECT_FRAME_BYTES
+    assert [(r.offset, r.value) for r in decode_records(records)] == [
+        (i, b"t" * 100) for i in range(4000)]
 
 
 def test_tls_client_certificate_with_encrypted_key(tls_setup, tmp_path) -> None:
