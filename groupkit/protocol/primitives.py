@@ -174,6 +174,20 @@ class Reader:
         n = self.uvarint() - 1
         return None if n < 0 else self.raw(n)
 
+    def nullable_view(self) -> memoryview | None:
+        """``nullable_bytes`` as a read-only view of the buffer, not a copy."""
+        n = self.int32()
+        if n == -1:
+            return None
+        if n < 0:
+            raise self.fail(f"bytes has length {n}")
+        return self.view(n).toreadonly()
+
+    def compact_nullable_view(self) -> memoryview | None:
+        """``compact_nullable_bytes`` as a read-only view of the buffer, not a copy."""
+        n = self.uvarint() - 1
+        return None if n < 0 else self.view(n).toreadonly()
+
     def array_length(self, compact: bool, nullable: bool = False) -> int:
         """Read an array's count, checked against the bytes left (every element takes >= 1 byte)."""
         n = self.uvarint() - 1 if compact else self.int32()

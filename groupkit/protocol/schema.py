@@ -121,8 +121,26 @@ class _Text(Type):
 
 STRING = _Text("string")
 BYTES = _Text("bytes")
-#: A record set inside Fetch/Produce: nullable bytes, decoded separately by ``records``.
+#: A record set inside Produce: nullable bytes, decoded separately by ``records``.
 RECORDS = BYTES
+
+
+@attrs.frozen
+class _RecordView(Type):
+    """A record set a Fetch answer carries: written as nullable bytes, read as a read-only
+    memoryview of the frame, so a multi-megabyte answer is not copied once per partition.
+    The view keeps the whole frame alive as long as any partition's records are kept."""
+
+    nullable_ok = True
+
+    def codec(self, version: int, flexible: bool, nullable: bool) -> tuple[WriteFn, ReadFn]:
+        if flexible:
+            return Writer.compact_nullable_bytes, Reader.compact_nullable_view
+        return Writer.nullable_bytes, Reader.nullable_view
+
+
+#: A record set inside a Fetch answer: nullable bytes, read as a view (see ``_RecordView``).
+RECORD_VIEW = _RecordView()
 
 
 @attrs.frozen

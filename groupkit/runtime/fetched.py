@@ -52,7 +52,7 @@ class Chunk:
 
     tp: TopicPartition
     start: int
-    data: bytes
+    data: bytes | memoryview
     entries: Entries
     check_crcs: bool
     aborted: AbortedFilter | None
@@ -138,7 +138,7 @@ class Chunk:
                 record_type=ConsumerRecord))
 
 
-def read_chunk(tp: TopicPartition, offset: int, data: bytes, aborted: list[Any] | None, *,
+def read_chunk(tp: TopicPartition, offset: int, data: bytes | memoryview, aborted: list[Any] | None, *,
                check_crcs: bool, read_committed: bool) -> Chunk:
     """One partition's answer from ``offset`` on, sized by its headers and not yet decoded.
 

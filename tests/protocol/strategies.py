@@ -90,6 +90,8 @@ def _type_strategy(type_: Any, version: int, flexible: bool, nullable: bool) -> 
             raise TypeError(f"strategies.py does not know the fixed type {name!r}; add it")
     elif isinstance(type_, schema._Text):
         base = (st.text(max_size=6) if type_.kind == "string" else st.binary(max_size=6))
+    elif isinstance(type_, schema._RecordView):
+        base = st.binary(max_size=6)
     elif isinstance(type_, Array):
         element = type_.element
         if isinstance(element, schema.Type):

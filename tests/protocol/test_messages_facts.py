@@ -11,6 +11,11 @@ import uuid
 import pytest
 
 from groupkit.errors import FieldVersionError
+from groupkit.protocol.messages.fetch import (
+    FetchResponse,
+    FetchResponsePartition,
+    FetchResponseTopic,
+)
 from groupkit.protocol.messages.find_coordinator import (
     KEY_TYPE_GROUP,
     FindCoordinatorRequest,
@@ -288,3 +293,21 @@ def test_list_groups_filters_arrive_in_v4_and_v5() -> None:
         req.encode(4)
     assert ListGroupsRequest(states_filter=["Stable"]).encode(4) == carr([cs("Stable")]) + NO_TAGS
     assert ListGroupsRequest().encode(0) == b""
+
+
+# --- Fetch record sets ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [4, 12])
+def test_a_fetch_answers_record_sets_are_read_only_views_of_its_frame(version: int) -> None:
+    # v4 writes a record set as int32-length bytes, v12 (flexible) as compact bytes.
+    sets = [b"\x01" * 300, b"\x02" * 5]
+    answer = FetchResponse(responses=[FetchResponseTopic(topic="t", partitions=[
+        FetchResponsePartition(partition_index=i, records=records)
+        for i, records in enumerate(sets)])])
+    frame = bytearray(answer.encode(version))
+    got = [p.records for p in FetchResponse.decode(frame, version).responses[0].partitions]
+    assert got == sets
+    for view in got:
+        # A view of the frame itself (no copy per partition), which nothing can write through.
+        assert isinstance(view, memoryview) and view.readonly and view.obj is frame

@@ -6,7 +6,8 @@ leader epoch; v11 the consumer's rack and the preferred read replica (KIP-392); 
 flexible version, with the last fetched epoch and the tagged diverging epoch, current leader and
 snapshot id; v13 names topics by id (KIP-516); v15 moves the replica id into a tagged replica
 state (KIP-903); v16 adds the tagged node endpoints (KIP-951); v17 the tagged replica directory
-id (KIP-853). Record sets stay raw bytes here (``RECORDS``); ``records`` decodes them.
+id (KIP-853). Record sets stay raw, read as views of the answer (``RECORD_VIEW``);
+``records`` decodes them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from groupkit.protocol.schema import (
     INT16,
     INT32,
     INT64,
-    RECORDS,
+    RECORD_VIEW,
     STRING,
     UUID,
     Array,
@@ -130,7 +131,7 @@ class FetchResponsePartition(Struct):
         Array(FetchResponseAbortedTransaction), versions="4+", nullable="4+", default=[],
         ignorable=True)
     preferred_read_replica: int = f(INT32, versions="11+", default=-1)
-    records: bytes | None = f(RECORDS, nullable="0+", default=None)
+    records: bytes | memoryview | None = f(RECORD_VIEW, nullable="0+", default=None)
 
 
 @struct

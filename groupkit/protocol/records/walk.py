@@ -46,7 +46,7 @@ class Entries:
     malformed: bool
 
 
-def walk_entries(data: bytes) -> Entries:
+def walk_entries(data: bytes | memoryview) -> Entries:
     """Size the entries of ``data``; a partial entry at the end (the broker's cut) is left out."""
     n = len(data)
     pos = 0
