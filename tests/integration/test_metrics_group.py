@@ -194,13 +194,19 @@ def test_lag_is_log_end_minus_position(kafka_broker: LocalBroker, unique_name) -
     with Consumer(bootstrap_servers=bootstrap, hooks=[metrics], max_poll_records=7,
                   auto_offset_reset="earliest") as consumer, \
             serve(metrics.registry, 0, host="127.0.0.1") as server:
-        consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
+        tps = [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+        consumer.assign(tps)
         deadline = time.monotonic() + WAIT
-        while not (consumed[0] >= 20 and consumed[1] >= 20):
-            assert time.monotonic() < deadline, f"only {consumed} records came"
-            for record in consumer.poll(0.5):
-                consumed[record.partition] += 1
-                oldest_seen[record.partition] = record.timestamp
+        # Poll drains one partition's answer before the next (as Java's does), so each
+        # partition is read alone, the other paused, to leave both with a lag.
+        for p in (0, 1):
+            consumer.pause([tps[1 - p]])
+            consumer.resume([tps[p]])
+            while consumed[p] < 20:
+                assert time.monotonic() < deadline, f"only {consumed} records came"
+                for record in consumer.poll(0.5):
+                    consumed[record.partition] += 1
+                    oldest_seen[record.partition] = record.timestamp
         # The application stops consuming (it pauses and polls on, as the poll reports progress
         # at most every 0.1 s); the truth: log end (from the producer) minus position.
         consumer.pause(consumer.assignment())
