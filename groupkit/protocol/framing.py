@@ -88,6 +88,13 @@ class FrameDecoder:
                     return frames
                 data = bytes(incoming[room:])
         buf = self._buf
+        if not buf and self._need < 0 and len(data) >= _SIZE.size:
+            # The common case, one read that holds exactly one whole frame, is answered
+            # without copying it through the buffer.
+            size = _SIZE.unpack_from(data)[0]
+            if size + _SIZE.size == len(data) and size <= self.max_frame_size:
+                frames.append(bytes(data[_SIZE.size:]))
+                return frames
         buf += data
         pos = 0
         end = len(buf)

@@ -167,6 +167,18 @@ def test_bytes_fed_past_the_end_of_a_large_frame_start_the_next_ones() -> None:
     assert dec.feed(b"\x02bb") == [b"bb"]
 
 
+def test_a_read_ending_a_large_frame_and_holding_one_whole_small_one_returns_both() -> None:
+    big = _body(DIRECT_FRAME_BYTES * 2)
+    dec = FrameDecoder(max_frame_size=DIRECT_FRAME_BYTES * 2)
+    stream = framed(big)
+    assert dec.feed(stream[:10]) == []
+    assert dec.feed(stream[10:] + framed(b"a")) == [big, b"a"]
+    assert dec.feed(framed(b"bc")) == [b"bc"]  # one read, one whole frame
+    assert dec.room() is None and dec.buffered == 0
+    with pytest.raises(FrameTooLarge):
+        dec.feed(framed(_body(DIRECT_FRAME_BYTES * 2 + 1)))  # whole, but over the maximum
+
+
 def test_received_refuses_more_bytes_than_the_room_had() -> None:
     dec = FrameDecoder()
     with pytest.raises(IllegalStateError, match="room"):
