@@ -566,9 +566,19 @@ class Fetcher:
         quiet = self._quiet.get(sent.node)
         if quiet is None or self._closed or self._answers \
                 or self.hooks or self._trouble is not None or self.cluster.stale \
-                or future.exception() is not None or quiet[1] is not future.result() \
-                or len(self._parts) != len(sent.offsets) or quiet[0] != sent.request:
+                or len(self._parts) != len(sent.offsets):
             return False
+        try:
+            if quiet[1] is not future.result():  # one look at the done future
+                return False
+        except BaseException:
+            return False
+        if quiet[0] is not sent.request:
+            if quiet[0] != sent.request:
+                return False
+            # Keep the request being repeated, so the next answer is matched by identity,
+            # not by comparing the whole Fetch field by field.
+            self._quiet[sent.node] = (sent.request, quiet[1])
         for tp, (offset, epoch) in sent.offsets.items():
             part = self._parts.get(tp)
             if part is None or part.state is not S.FETCHING or part.epoch != epoch \
