@@ -53,6 +53,7 @@ from groupkit.protocol.messages.api_versions import ApiVersionsRequest, ApiVersi
 from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import negotiate
 from groupkit.runtime.reachability import Reachability
+from groupkit.runtime.reply import Reply
 from groupkit.runtime.sasl import SaslCredentials, authenticate
 from groupkit.runtime.tls import TlsConfig
 
@@ -379,8 +380,7 @@ class BrokerConnection:
 
     def _send_on(self, link: _Link, request: Request, version: int, timeout: float, *,
                  handshake: bool = False) -> Future[Any]:
-        future: Future[Any] = Future()
-        future.set_running_or_notify_cancel()
+        future = Reply()  # a running Future (it cannot be cancelled: the request is out)
         expects_response = not (request.API_KEY == ApiKey.PRODUCE and getattr(request, "acks", 1) == 0)
         with self._write_lock:
             correlation_id = self._next_correlation_id
