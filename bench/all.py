@@ -2,10 +2,10 @@
 
 Runs, in this order: record decoding (bench/decode.py, every codec), producing
 (bench/produce.py: acks=all, acks=0, lz4) and the consumer group (bench/group.py: join, first
-record, leave, kill, consume none/snappy with CPU and peak RSS, idle CPU and RSS), groupkit
-against aiokafka, confluent-kafka and kafka-python on the same input in the same run, and prints
-their rows as one table. A ratio above 1x favours groupkit. ``--quick`` runs smaller inputs
-(about 5 minutes instead of about 15 on two cores).
+record, leave, kill, consume none/snappy with CPU and peak RSS, best of the rounds, idle CPU
+and RSS), groupkit against aiokafka, confluent-kafka and kafka-python on the same input in the
+same run, and prints their rows as one table. A ratio above 1x favours groupkit. ``--quick``
+runs smaller inputs and fewer rounds.
 
     .venv/bin/python bench/all.py [--quick]
 """
@@ -41,7 +41,8 @@ def main() -> None:
     rows += produce.measure(records, max(1, repeat - 1))
     print(f"  produce done ({time.monotonic() - started:.0f} s)", flush=True)
     rows += group.measure(["--records", str(records), "--members", "1,4,16",
-                           "--idle-seconds", "10" if args.quick else "30"])
+                           "--idle-seconds", "10" if args.quick else "30",
+                           "--repeat", str(repeat)])
     print(f"  group done ({time.monotonic() - started:.0f} s)", flush=True)
     print_rows(rows)
 
