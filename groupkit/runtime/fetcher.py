@@ -4,11 +4,11 @@ A daemon thread finds each assigned partition's starting offset (committed, else
 ``auto_offset_reset``), sends Fetch requests on connections used only for fetching, and
 buffers each partition's answer raw, sized by its batch headers (``runtime.fetched``); ``take``
 decodes the answers into ``ConsumerRecord`` objects as it hands them over, one answer after
-another in the order they arrived. A partition is fetched again as soon as its buffer holds less than
-``max_partition_fetch_bytes``, so the next answer is on its way before the application runs
-dry, while memory stays within that plus one answer per partition and ``fetch_max_bytes``
-overall. Seek, pause and revoke bump the partition's epoch: an answer that left under an older
-epoch is dropped, so no stale record ever reaches the application.
+another in the order they arrived. A partition is fetched again as soon as its buffer holds
+less than ``max_partition_fetch_bytes``, so the next answer is on its way before the
+application runs dry, while memory stays within that plus one answer per partition and
+``fetch_max_bytes`` overall. Seek, pause and revoke bump the partition's epoch: an answer that
+left under an older epoch is dropped, so no stale record ever reaches the application.
 """
 
 from __future__ import annotations
