@@ -56,6 +56,7 @@ from groupkit.group.states import (
 )
 from groupkit.protocol.messages.find_coordinator import FindCoordinatorResponse
 from groupkit.protocol.messages.group import (
+    HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupResponse,
     SyncGroupRequestAssignment,
@@ -139,6 +140,9 @@ class GroupMachine:
     _retry_at: float | None = attrs.field(init=False, default=None)
     _request_deadline: float | None = attrs.field(init=False, default=None)
     _heartbeat_due: float = attrs.field(init=False, default=0.0)
+    #: The last Heartbeat sent, sent again while the generation and member id stay: requests
+    #: are frozen values, and the connection re-sends the same object's frame without encoding.
+    _heartbeat_request: HeartbeatRequest | None = attrs.field(init=False, default=None)
     _session_deadline: float | None = attrs.field(init=False, default=None)
     _poll_deadline: float | None = attrs.field(init=False, default=None)
 
@@ -276,15 +280,16 @@ class GroupMachine:
             self._request_deadline = None
         elif token == self._heartbeat:
             self._heartbeat = None
-        # The check above ties each response type to one request kind.
-        if isinstance(response, FindCoordinatorResponse):
+        # The check above ties each response type to one request kind. The most frequent
+        # answer, a Heartbeat's, is looked for first.
+        if isinstance(response, HeartbeatResponse):
+            self._on_heartbeat(req, response, now)
+        elif isinstance(response, FindCoordinatorResponse):
             self._on_find(response, now)
         elif isinstance(response, JoinGroupResponse):
             self._on_join(response, now)
         elif isinstance(response, SyncGroupResponse):
             self._on_sync(response, now)
-        elif isinstance(response, HeartbeatResponse):
-            self._on_heartbeat(req, response, now)
         elif req.closing and self._state is S.LEAVING:
             # Whatever its error code, the answer completes the leave: the member has already
             # given up its generation (the Java client likewise only logs a failed LeaveGroup).
@@ -678,8 +683,12 @@ class GroupMachine:
             self._send_join(now, self._rejoin_reason)
         if self._state in HEARTBEAT_STATES and self._heartbeat is None \
                 and now >= self._heartbeat_due:
-            self._heartbeat = self._send(RequestKind.HEARTBEAT, requests.heartbeat(
-                self.config, self._generation_id, self._member_id))
+            request = self._heartbeat_request
+            if request is None or request.generation_id != self._generation_id \
+                    or request.member_id != self._member_id:
+                request = self._heartbeat_request = requests.heartbeat(
+                    self.config, self._generation_id, self._member_id)
+            self._heartbeat = self._send(RequestKind.HEARTBEAT, request)
             self._heartbeat_due = now + self.config.heartbeat_interval_ms / 1000
 
     def _poll_expired(self, now: float) -> None:

@@ -207,6 +207,25 @@ def test_heartbeats_go_out_every_interval_and_nothing_happens_between() -> None:
     assert d.machine.next_deadline() == pytest.approx(start + 6.0)
 
 
+def test_heartbeats_of_one_generation_are_one_request_and_a_new_generation_gets_its_own() -> None:
+    # The connection re-sends the frame of the very request it sent last without encoding it,
+    # so an idle member's heartbeats are one frozen request while its identity stays.
+    d = Driver.make(protocol=UnitsProtocol(cooperative=True), heartbeat_interval_ms=1_000)
+    d.stable()
+    [first] = d.sent(HeartbeatRequest, d.at(d.now + 1.0))
+    d.answer(HeartbeatRequest, HeartbeatResponse())
+    [second] = d.sent(HeartbeatRequest, d.at(d.now + 1.0))
+    assert second.request is first.request and second.token != first.token
+    d.answer(HeartbeatRequest, HeartbeatResponse())
+    d.machine.request_rejoin(d.now, "a new generation")
+    d.poll()
+    d.joined(generation=2, member_id="m-2")
+    d.synced(b"+u0,u1")
+    [third] = d.sent(HeartbeatRequest, d.at(d.now + 1.0))
+    assert (third.request.generation_id, third.request.member_id) == (2, "m-2")
+    assert third.request is not first.request
+
+
 def test_heartbeat_due_is_the_next_beat_even_while_one_is_in_flight() -> None:
     d = Driver.make(heartbeat_interval_ms=3_000)
     assert d.machine.heartbeat_due is None
