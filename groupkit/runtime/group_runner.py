@@ -309,12 +309,11 @@ class GroupRunner:
             self._connections = {}
 
     def _step(self, now: float) -> None:
-        while True:
-            outputs = self.machine.poll(now)
-            if not outputs:
-                break
-            for out in outputs:
-                self._carry_out(out, now)
+        # One poll: carrying out its outputs gives the machine no input (failures to send are
+        # posted to the inbox), and should anything be due at once, ``next_deadline`` says so
+        # and ``_run`` steps again without waiting.
+        for out in self.machine.poll(now):
+            self._carry_out(out, now)
         state = self.machine.state
         if state is not self._state:
             self._emit(MemberStateChanged(self.machine.config.group_id, self._state.name,
