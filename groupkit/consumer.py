@@ -110,7 +110,8 @@ class Consumer:
         self._signal = threading.Condition(self._signal_lock)
         self._woken = False
         self._runner: GroupRunner | None = None
-        self._offsets = OffsetStore(self._cluster, self.config, lambda: self._runner, self.hooks)
+        self._offsets = OffsetStore(self._cluster, self.config, lambda: self._runner, self.hooks,
+                                    wakeup=self._wake)
         self._fetcher = Fetcher(self._cluster, self.config, self._offsets, self.hooks,
                                 wakeup=self._wake)
         self._fetcher.start()
@@ -224,11 +225,21 @@ class Consumer:
                 self._polled(0)
                 return []
             wait = deadline - now
+            until_commit = False
             if self.config.enable_auto_commit and self._runner is not None:
-                wait = min(wait, max(0.0, self._next_auto_commit - now))
+                commit_in = max(0.0, self._next_auto_commit - now)
+                if commit_in < wait:
+                    wait, until_commit = commit_in, True
             with self._signal_lock:
                 if not self._woken:
                     self._signal.wait(wait)
+                woken = self._woken
+            if not woken and not until_commit:
+                # The wait ran out at the poll's deadline and nothing woke it: records, errors,
+                # group events and finished commits all wake it, so another look would find
+                # nothing. Java's poll likewise returns when its timer expires.
+                self._polled(0)
+                return []
 
     def _polled(self, count: int) -> None:
         """One Polled event per poll (never one per record); the partitions' progress (counts,

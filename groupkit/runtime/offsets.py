@@ -94,6 +94,9 @@ class OffsetStore:
     #: The consumer's group runner once it has subscribed (None without group membership).
     group: Callable[[], GroupRunner | None] = lambda: None
     hooks: Sequence[Hook] = ()
+    #: Called (on the thread that finished it) when an async commit's outcome waits for
+    #: ``run_callbacks``, so a blocked ``poll`` runs its callback at once.
+    wakeup: Callable[[], None] = lambda: None
     _done: collections.deque[tuple[CommitCallback | None, Mapping[TopicPartition, CommitOffset],
                                    BaseException | None]] = attrs.field(
         init=False, factory=collections.deque)
@@ -361,6 +364,7 @@ class OffsetStore:
                 error: BaseException | None) -> None:
         with self._lock:
             self._done.append((callback, offsets, error))
+        self.wakeup()
 
     def _fence(self) -> CommitFence:
         runner = self.group()

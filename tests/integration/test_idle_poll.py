@@ -5,11 +5,14 @@ an idle member polls several times a second."""
 from __future__ import annotations
 
 import threading
+import time
+from typing import Any
 
 import pytest
 
 from assignors import TopicPartition
 from groupkit.consumer import Consumer
+from groupkit.runtime.fetcher import Fetcher
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from tests.support.broker_data import make_topic, produce
@@ -45,5 +48,57 @@ def test_an_idle_poll_enters_none_of_the_consumers_conditions(
         monkeypatch.undo()
         ours = [c for c in entered if c is consumer._signal or c is consumer._offsets._lock]
         assert ours == []
+    finally:
+        consumer.close(5)
+
+
+def test_a_poll_whose_wait_runs_out_unwoken_returns_without_a_second_look(
+        kafka_broker: LocalBroker, unique_name, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+) -> None:
+    # Records, errors, group events and finished commits wake a waiting poll; a wait that runs
+    # to the deadline unwoken found nothing, and the poll returns as Java's does at its timer.
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = unique_name("idle-look")
+    make_topic(bootstrap, topic, 1, 0)
+    consumer = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        assert consumer.poll(0.2) == []
+        looks: list[Fetcher] = []
+        take = Fetcher.take
+
+        def counted(fetcher: Fetcher, *args: Any) -> Any:
+            looks.append(fetcher)
+            return take(fetcher, *args)
+
+        monkeypatch.setattr(Fetcher, "take", counted)
+        for _ in range(5):
+            assert consumer.poll(0.05) == []
+        assert looks == [consumer._fetcher] * 5
+    finally:
+        consumer.close(5)
+
+
+def test_an_async_commits_callback_runs_in_the_poll_that_waits_as_it_finishes(
+        kafka_broker: LocalBroker, unique_name  # noqa: F811
+) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = unique_name("idle-commit")
+    make_topic(bootstrap, topic, 1, 0)
+    tp = TopicPartition(topic, 0)
+    consumer = Consumer(bootstrap_servers=bootstrap, group_id=unique_name("idle-commit-g"),
+                        auto_offset_reset="earliest", enable_auto_commit=False)
+    ran: list[tuple[float, BaseException | None]] = []
+    try:
+        consumer.assign([tp])
+        for _ in range(3):  # its position is found and the fetching settles
+            assert consumer.poll(0.3) == []
+        consumer.commit_async({tp: 0}, lambda offsets, error: ran.append(
+            (time.monotonic(), error)))
+        assert consumer.poll(4.0) == []
+        returned = time.monotonic()
+        # The commit's answer woke the poll, which ran the callback then, not at its end.
+        assert len(ran) == 1 and ran[0][1] is None
+        assert ran[0][0] < returned - 2.0
     finally:
         consumer.close(5)
