@@ -156,13 +156,16 @@ class Reader:
             raise self.fail(f"non-nullable bytes has length {n}")
         return self.raw(n)
 
-    def nullable_bytes(self) -> bytes | None:
+    def _nullable_bytes_length(self) -> int:
+        """An int32 byte-string length: -1 is null, any other negative one corrupt."""
         n = self.int32()
-        if n == -1:
-            return None
-        if n < 0:
+        if n < -1:
             raise self.fail(f"bytes has length {n}")
-        return self.raw(n)
+        return n
+
+    def nullable_bytes(self) -> bytes | None:
+        n = self._nullable_bytes_length()
+        return None if n == -1 else self.raw(n)
 
     def compact_bytes(self) -> bytes:
         n = self.uvarint() - 1
@@ -176,12 +179,8 @@ class Reader:
 
     def nullable_view(self) -> memoryview | None:
         """``nullable_bytes`` as a read-only view of the buffer, not a copy."""
-        n = self.int32()
-        if n == -1:
-            return None
-        if n < 0:
-            raise self.fail(f"bytes has length {n}")
-        return self.view(n).toreadonly()
+        n = self._nullable_bytes_length()
+        return None if n == -1 else self.view(n).toreadonly()
 
     def compact_nullable_view(self) -> memoryview | None:
         """``compact_nullable_bytes`` as a read-only view of the buffer, not a copy."""

@@ -9,8 +9,13 @@ import select
 import socket
 import ssl
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from groupkit.errors import KafkaConnectionError
+
+_A = TypeVar("_A")
+_R = TypeVar("_R")
 
 # A bounded wait, so a waiter notices a socket closed under it even if select misses it.
 _POLL_S = 1.0
@@ -46,22 +51,18 @@ class SerialTlsSocket:
 
     def recv(self, size: int) -> bytes:
         """Bytes of plaintext (b"" at end of stream), blocking until some arrive."""
-        while True:
-            with self._lock:
-                try:
-                    return self._sock.recv(size)
-                except ssl.SSLWantReadError:
-                    want_write = False
-                except ssl.SSLWantWriteError:
-                    want_write = True
-            self._wait(want_write)
+        return self._reading(self._sock.recv, size)
 
     def recv_into(self, buffer: memoryview) -> int:
         """Plaintext read into ``buffer``; its count (0 at end of stream), blocking as recv."""
+        return self._reading(self._sock.recv_into, buffer)
+
+    def _reading(self, read: Callable[[_A], _R], arg: _A) -> _R:
+        """``read(arg)`` under the lock, waiting outside it until the TLS layer can go on."""
         while True:
             with self._lock:
                 try:
-                    return self._sock.recv_into(buffer)
+                    return read(arg)
                 except ssl.SSLWantReadError:
                     want_write = False
                 except ssl.SSLWantWriteError:
