@@ -146,6 +146,30 @@ varint(const unsigned char *p, const unsigned char *end, int64_t *v)
             goto fail;                      \
     } while (0)
 
+/* The nullable byte string at *pp (a zigzag length, then that many bytes; -1 is null), named
+ * ``what`` in errors: a new reference (None for null) with *pp moved past it, or NULL with
+ * ValueError set. Keys, values and header values are all written this way. */
+static PyObject *
+nullable_bytes(const unsigned char **pp, const unsigned char *end, const char *what)
+{
+    int64_t n;
+    const unsigned char *p = varint(*pp, end, &n);
+    if (p == NULL)
+        return NULL;
+    if (n < 0) {
+        if (n != -1)
+            return malformed("%s length %lld", what, (long long)n);
+        *pp = p;
+        return Py_NewRef(Py_None);
+    }
+    if (n > end - p)
+        return malformed("%s runs past the end of the records", what);
+    PyObject *bytes = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+    if (bytes != NULL)
+        *pp = p + n;
+    return bytes;
+}
+
 /* The int base + delta, exact even where int64 would overflow. */
 static PyObject *
 add_int(int64_t base, int64_t delta)
@@ -205,33 +229,10 @@ read_headers(const unsigned char **pp, const unsigned char *end, const unsigned 
         if (name == NULL)
             goto fail;
         p += n;
-        PyObject *value;
-        const unsigned char *q = varint(p, end, &n);
-        if (q == NULL) {
+        PyObject *value = nullable_bytes(&p, end, "header value");
+        if (value == NULL) {
             Py_DECREF(name);
             goto fail;
-        }
-        p = q;
-        if (n < 0) {
-            if (n != -1) {
-                Py_DECREF(name);
-                malformed("header value length %lld", (long long)n);
-                goto fail;
-            }
-            value = Py_NewRef(Py_None);
-        }
-        else if (n > end - p) {
-            Py_DECREF(name);
-            malformed("header value runs past the end of the records");
-            goto fail;
-        }
-        else {
-            value = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
-            p += n;
-            if (value == NULL) {
-                Py_DECREF(name);
-                goto fail;
-            }
         }
         PyObject *pair = PyTuple_New(2);
         if (pair == NULL) {
@@ -299,7 +300,7 @@ read_records(PyObject *module, PyObject *args)
             goto done;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
-        int64_t length, ts_delta, offset_delta, n;
+        int64_t length, ts_delta, offset_delta;
         VARINT(p, length);
         if (length < 0) {
             malformed("record length %lld", (long long)length);
@@ -318,51 +319,14 @@ read_records(PyObject *module, PyObject *args)
         p++; /* attributes: unused */
         VARINT(p, ts_delta);
         VARINT(p, offset_delta);
-        PyObject *key, *value, *headers;
-        VARINT(p, n);
-        if (n < 0) {
-            if (n != -1) {
-                malformed("key length %lld", (long long)n);
-                goto fail;
-            }
-            key = Py_NewRef(Py_None);
-        }
-        else if (n > end - p) {
-            malformed("key runs past the end of the records");
+        PyObject *headers;
+        PyObject *key = nullable_bytes(&p, end, "key");
+        if (key == NULL)
             goto fail;
-        }
-        else {
-            key = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
-            if (key == NULL)
-                goto fail;
-            p += n;
-        }
-        const unsigned char *q = varint(p, end, &n);
-        if (q == NULL) {
+        PyObject *value = nullable_bytes(&p, end, "value");
+        if (value == NULL) {
             Py_DECREF(key);
             goto fail;
-        }
-        p = q;
-        if (n < 0) {
-            if (n != -1) {
-                Py_DECREF(key);
-                malformed("value length %lld", (long long)n);
-                goto fail;
-            }
-            value = Py_NewRef(Py_None);
-        }
-        else if (n > end - p) {
-            Py_DECREF(key);
-            malformed("value runs past the end of the records");
-            goto fail;
-        }
-        else {
-            value = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
-            if (value == NULL) {
-                Py_DECREF(key);
-                goto fail;
-            }
-            p += n;
         }
         if (p < end && *p == 0) {
             headers = PyList_New(0);
