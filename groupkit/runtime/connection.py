@@ -67,7 +67,8 @@ __all__ = ["BrokerConnection"]
 log = logging.getLogger(__name__)
 
 _RECV_BYTES = 256 * 1024
-#: Frames up to this size are kept for a repeat of the same request (see ``_send_on``).
+#: Frames up to this size are kept for a repeat of the same request (see ``_send_on``), and
+#: answers up to it for a repeat of the same answer (``_decode_repeat``).
 _REPEAT_FRAME_BYTES = 16 * 1024
 
 
@@ -484,7 +485,13 @@ class BrokerConnection:
     def _decode_repeat(link: _Link, frame: Frame, head: _Pending) -> Response:
         """The answer to a repeated request: the last one's decoded response when the bytes
         are the same (an idle fetch, a heartbeat), else a new decoding. Responses are frozen
-        and the callers of repeated requests only read them, so one object may serve twice."""
+        and the callers of repeated requests only read them, so one object may serve twice.
+        An answer over ``_REPEAT_FRAME_BYTES`` (a repeated fetch's records at last) is not
+        kept: it would hold a copy of the frame, and through the response's record views the
+        frame itself, until the next repeat."""
+        if len(frame) > _REPEAT_FRAME_BYTES:
+            link.last_answer = None
+            return _decode(frame, head)
         body = frame[4:]
         last = link.last_answer
         if last is not None and last[0] == head.api_key and last[1] == head.version \

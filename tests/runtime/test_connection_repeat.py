@@ -5,6 +5,14 @@ is decoded anew whenever its bytes differ from the last one."""
 from __future__ import annotations
 
 from groupkit.errors import ApiKey
+from groupkit.protocol.messages.fetch import (
+    FetchRequest,
+    FetchRequestPartition,
+    FetchRequestTopic,
+    FetchResponse,
+    FetchResponsePartition,
+    FetchResponseTopic,
+)
 from groupkit.protocol.messages.group import HeartbeatRequest, HeartbeatResponse
 from groupkit.runtime.connection import BrokerConnection
 from tests.support.fake_broker import FakeBroker, reply
@@ -48,3 +56,25 @@ def test_a_repeated_request_keeps_its_body_and_gets_its_own_correlation_id() -> 
 def _body(frame: bytes) -> bytes:
     """A request frame without its API key, version and correlation id (8 bytes)."""
     return frame[8:]
+
+
+def test_a_large_answer_to_a_repeated_request_is_not_kept() -> None:
+    # A repeated (idle) fetch whose answer finally carries records: the answer is decoded, and
+    # neither it nor a copy of its frame is kept for the next repeat.
+    request = FetchRequest(max_wait_ms=10, min_bytes=1, topics=[FetchRequestTopic(
+        topic="t", partitions=[FetchRequestPartition(partition=0, fetch_offset=0)])])
+    records = b"r" * (64 * 1024)
+
+    def answer(sock, header, _) -> None:
+        reply(sock, header, FetchResponse(responses=[FetchResponseTopic(topic="t", partitions=[
+            FetchResponsePartition(partition_index=0, records=records)])]))
+
+    broker = FakeBroker(answer)
+    try:
+        with BrokerConnection("127.0.0.1", broker.port) as conn:
+            first, second = (conn.send(request, 12).result(5) for _ in range(2))
+            assert conn._link is not None and conn._link.last_answer is None
+    finally:
+        broker.close()
+    assert first == second and first is not second
+    assert second.responses[0].partitions[0].records == records
