@@ -138,8 +138,8 @@ class Chunk:
                 record_type=ConsumerRecord))
 
 
-def read_chunk(tp: TopicPartition, offset: int, data: bytes | memoryview, aborted: list[Any] | None, *,
-               check_crcs: bool, read_committed: bool) -> Chunk:
+def read_chunk(tp: TopicPartition, offset: int, data: bytes | memoryview,
+               aborted: list[Any] | None, *, check_crcs: bool, read_committed: bool) -> Chunk:
     """One partition's answer from ``offset`` on, sized by its headers and not yet decoded.
 
     An answer that starts with an entry the walk cannot size is decoded at once, so the error

@@ -101,8 +101,9 @@ class Fetcher:
     #: the same answer to an equal request again may be answered by sending it again (see
     #: ``_idle_again``) without waking the fetcher thread.
     _quiet: dict[int, tuple[FetchRequest | None, Any]] = attrs.field(init=False, factory=dict)
-    #: The partition whose answer ``take`` is draining, and how many answers were buffered.
+    #: The partition whose answer ``take`` is draining.
     _in_line: FetchedPartition | None = attrs.field(init=False, default=None)
+    #: How many answers were buffered so far (numbers them in arrival order).
     _arrived: int = attrs.field(init=False, default=0)
 
     # --- the application's side ----------------------------------------------------------------
@@ -240,7 +241,8 @@ class Fetcher:
                     part.taken += len(piece)
                     part.last_timestamp = last.timestamp
                     self._changed.add(part.tp)
-                if chunk.done:
+                done = chunk.done
+                if done:
                     part.chunks.popleft()
                     freed = chunk.left
                     part.position = max(part.position or 0, chunk.next_offset)
@@ -254,8 +256,8 @@ class Fetcher:
                 part.taken_bytes += freed
                 self._buffered -= freed
                 refetch = refetch or part.buffered < mark <= part.buffered + freed
-                if chunk.done:
-                    part = None
+                if done:
+                    part = None  # the next answer in arrival order
             self._in_line = part
             if refetch:
                 self._cond.notify_all()
