@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,22 +19,14 @@ from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F4
 from tests.support.broker_data import make_topic, produce
 
 
-def test_an_idle_poll_enters_none_of_the_consumers_conditions(
-        kafka_broker: LocalBroker, unique_name, monkeypatch: pytest.MonkeyPatch  # noqa: F811
-) -> None:
+@pytest.fixture
+def idle_consumer(kafka_broker: LocalBroker, unique_name) -> Iterator[Consumer]:  # noqa: F811
+    """A consumer assigned a one-partition topic whose one record it has read: idle from here."""
     bootstrap = kafka_broker.bootstrap_servers
     topic = unique_name("idle-poll")
     make_topic(bootstrap, topic, 1, 0)
     produce(bootstrap, topic, [1])
     consumer = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
-    entered: list[threading.Condition] = []
-    enter = threading.Condition.__enter__
-
-    def spy(cond: threading.Condition) -> bool:
-        if threading.current_thread() is threading.main_thread():
-            entered.append(cond)
-        return enter(cond)
-
     try:
         consumer.assign([TopicPartition(topic, 0)])
         got = []
@@ -42,41 +35,46 @@ def test_an_idle_poll_enters_none_of_the_consumers_conditions(
             if got:
                 break
         assert [r.offset for r in got] == [0]
-        monkeypatch.setattr(threading.Condition, "__enter__", spy)
-        for _ in range(5):
-            assert consumer.poll(0.02) == []
-        monkeypatch.undo()
-        ours = [c for c in entered if c is consumer._signal or c is consumer._offsets._lock]
-        assert ours == []
+        yield consumer
     finally:
         consumer.close(5)
+
+
+def test_an_idle_poll_enters_none_of_the_consumers_conditions(
+        idle_consumer: Consumer, monkeypatch: pytest.MonkeyPatch) -> None:
+    consumer = idle_consumer
+    entered: list[threading.Condition] = []
+    enter = threading.Condition.__enter__
+
+    def spy(cond: threading.Condition) -> bool:
+        if threading.current_thread() is threading.main_thread():
+            entered.append(cond)
+        return enter(cond)
+
+    monkeypatch.setattr(threading.Condition, "__enter__", spy)
+    for _ in range(5):
+        assert consumer.poll(0.02) == []
+    monkeypatch.undo()
+    ours = [c for c in entered if c is consumer._signal or c is consumer._offsets._lock]
+    assert ours == []
 
 
 def test_a_poll_whose_wait_runs_out_unwoken_returns_without_a_second_look(
-        kafka_broker: LocalBroker, unique_name, monkeypatch: pytest.MonkeyPatch  # noqa: F811
-) -> None:
+        idle_consumer: Consumer, monkeypatch: pytest.MonkeyPatch) -> None:
     # Records, errors, group events and finished commits wake a waiting poll; a wait that runs
     # to the deadline unwoken found nothing, and the poll returns as Java's does at its timer.
-    bootstrap = kafka_broker.bootstrap_servers
-    topic = unique_name("idle-look")
-    make_topic(bootstrap, topic, 1, 0)
-    consumer = Consumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
-    try:
-        consumer.assign([TopicPartition(topic, 0)])
-        assert consumer.poll(0.2) == []
-        looks: list[Fetcher] = []
-        take = Fetcher.take
+    consumer = idle_consumer
+    looks: list[Fetcher] = []
+    take = Fetcher.take
 
-        def counted(fetcher: Fetcher, *args: Any) -> Any:
-            looks.append(fetcher)
-            return take(fetcher, *args)
+    def counted(fetcher: Fetcher, *args: Any) -> Any:
+        looks.append(fetcher)
+        return take(fetcher, *args)
 
-        monkeypatch.setattr(Fetcher, "take", counted)
-        for _ in range(5):
-            assert consumer.poll(0.05) == []
-        assert looks == [consumer._fetcher] * 5
-    finally:
-        consumer.close(5)
+    monkeypatch.setattr(Fetcher, "take", counted)
+    for _ in range(5):
+        assert consumer.poll(0.05) == []
+    assert looks == [consumer._fetcher] * 5
 
 
 def test_an_async_commits_callback_runs_in_the_poll_that_waits_as_it_finishes(
