@@ -1,7 +1,7 @@
 """The background thread that keeps one member in its group: the GroupMachine's only driver.
 
 It sends the machine's requests (coordinator-bound ones on a connection of their own, so a
-Heartbeat never waits behind a Fetch), feeds answers back, and sleeps on a Condition until the
+Heartbeat never waits behind a Fetch), feeds answers back, and sleeps on a Bell until the
 machine's next deadline or a new input, so an idle member costs no CPU. It never runs user code
 and never takes a lock the application holds: the application talks to it through an inbox
 (``application_polled``, ``revocation_done``, ``request_rejoin``, ``leave``, ``commit_error``)
@@ -65,6 +65,7 @@ from groupkit.protocol.messages.group import (
     LeaveGroupRequest,
 )
 from groupkit.protocol.schema import Response
+from groupkit.runtime.bell import Bell
 from groupkit.runtime.connection import BrokerConnection
 
 log = logging.getLogger(__name__)
@@ -100,7 +101,11 @@ class GroupRunner:
     joining: Callable[[], None] = lambda: None
     clock: Callable[[], float] = time.monotonic
 
-    _cond: threading.Condition = attrs.field(init=False, factory=threading.Condition)
+    #: Guards the inbox, the events and the fields the application's side sets; the runner
+    #: thread sleeps on ``_bell`` (cheaper than a Condition for a thread waking a few times a
+    #: second) and every input rings it.
+    _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    _bell: Bell = attrs.field(init=False, factory=Bell)
     _inbox: collections.deque[tuple[_Input, Future[Any] | None]] = attrs.field(
         init=False, factory=collections.deque)
     #: Inputs that need not wake the runner: taken with the inbox at its next wakeup, which
@@ -119,7 +124,8 @@ class GroupRunner:
     _coordinator: Coordinator | None = attrs.field(init=False, default=None)
     _fence: CommitFence | None = attrs.field(init=False, default=None)
     _state: MemberState = attrs.field(init=False, default=MemberState.UNJOINED)
-    _sent_at: dict[int, tuple[float, str]] = attrs.field(init=False, factory=dict)
+    #: When each request in flight went out, and the request (for the hooks' API name).
+    _sent_at: dict[int, tuple[float, object]] = attrs.field(init=False, factory=dict)
     _rebalance_since: float | None = attrs.field(init=False, default=None)
     #: When the application last polled, until the runner hands it to the machine.
     _polled_at: float | None = attrs.field(init=False, default=None)
@@ -139,14 +145,14 @@ class GroupRunner:
         """Take the facts queued for the application, oldest first."""
         if not self._events:
             return []  # an event queued meanwhile also calls ``wakeup``: the poll looks again
-        with self._cond:
+        with self._lock:
             out = list(self._events)
             self._events.clear()
         return out
 
     def requeue(self, events: Sequence[Output]) -> None:
         """Put back events taken by ``events()`` but not handled, ahead of newer ones."""
-        with self._cond:
+        with self._lock:
             self._events.extendleft(reversed(events))
 
     @property
@@ -183,12 +189,12 @@ class GroupRunner:
         (UNJOINED: the poll is what rejoins) wakes the runner at once, so an application
         polling a joined member often costs the runner no wakeup.
         """
-        with self._cond:
+        with self._lock:
             if self._stopping:
                 return
             self._polled_at = self.clock()
             if self._state is MemberState.UNJOINED:
-                self._cond.notify_all()
+                self._bell.ring()
 
     def revocation_done(self) -> None:
         """The application has given up what a ``Revoked`` listed."""
@@ -232,30 +238,30 @@ class GroupRunner:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the thread without leaving the group."""
-        with self._cond:
+        with self._lock:
             self._stopping = True
-            self._cond.notify_all()
+            self._bell.ring()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
 
     def _post(self, item: _Input, future: Future[Any] | None = None) -> None:
         """Queue ``item`` for the runner thread; ``future`` (if any) fails if it never runs."""
-        with self._cond:
+        with self._lock:
             if self._stopping:
                 if future is not None:
                     future.set_exception(IllegalStateError(
                         "the group runner has stopped; the consumer is closed"))
                 return
             self._inbox.append((item, future))
-            self._cond.notify_all()
+            self._bell.ring()
 
     # --- the runner thread ---------------------------------------------------------------------
 
     def _run(self) -> None:
         try:
             while True:
-                with self._cond:
+                with self._lock:
                     # ``_state`` is read under the lock here and in application_polled, so a
                     # poll noted as the member turns UNJOINED is never left waiting.
                     while not self._inbox and not self._stopping and not (
@@ -266,7 +272,13 @@ class GroupRunner:
                         if timeout <= 0:
                             break
                         self._wake_at = wake_at
-                        self._cond.wait(None if wake_at == math.inf else timeout)
+                        self._lock.release()
+                        try:
+                            rung = self._bell.wait(None if wake_at == math.inf else timeout)
+                        finally:
+                            self._lock.acquire()
+                        if not rung:
+                            break  # the deadline came and nothing rang: step
                     self._wake_at = -math.inf
                     if self._stopping:
                         break
@@ -298,7 +310,7 @@ class GroupRunner:
             self._queue(Fatal(error))
             self._finished.set()
         finally:
-            with self._cond:
+            with self._lock:
                 self._stopping = True
                 pending = list(self._inbox)
                 self._inbox.clear()
@@ -381,7 +393,7 @@ class GroupRunner:
         except GroupkitError as exc:
             self._post(partial(self.machine.on_request_failed, out.token, exc))
             return
-        self._sent_at[out.token] = (now, type(request).__name__.removesuffix("Request"))
+        self._sent_at[out.token] = (now, request)
         due = self.machine.heartbeat_due if isinstance(request, HeartbeatRequest) else None
         future = conn.send(request, timeout_ms=out.timeout_ms)
         future.add_done_callback(lambda f: self._answered(out.token, f, due))
@@ -416,30 +428,29 @@ class GroupRunner:
             self._post(lambda now: self._respond(token, response, now))
             return
         arrived = self.clock()
-        with self._cond:
+        with self._lock:
             if self._stopping:
                 return
             self._later.append(lambda now: self._respond(token, response, arrived))
             self._later_due = min(self._later_due, due)
             if due < self._wake_at:
-                self._cond.notify_all()
+                self._bell.ring()
 
     def _failed(self, token: int, error: BaseException, now: float) -> None:
         sent = self._sent_at.pop(token, None)
         self.machine.on_request_failed(token, error, now)
         if sent is not None:
-            self._emit(GroupRequestDone(self.machine.config.group_id, sent[1],
+            self._emit(GroupRequestDone(self.machine.config.group_id, _api_name(sent[1]),
                                         type(error).__name__, now - sent[0]))
 
     def _respond(self, token: int, response: Response, now: float) -> None:
-        sent, api = self._sent_at.pop(token, (now, type(response).__name__.removesuffix(
-            "Response")))
+        sent, _ = self._sent_at.pop(token, (now, None))
         group_id = self.machine.config.group_id
         self.machine.on_response(token, response, now)
         if self.hooks:
             code = getattr(response, "error_code", 0)
-            self._emit(GroupRequestDone(group_id, api, error_for_code(code).name if code else "",
-                                        now - sent))
+            self._emit(GroupRequestDone(group_id, _api_name(response),
+                                        error_for_code(code).name if code else "", now - sent))
             if isinstance(response, HeartbeatResponse):
                 self._emit(HeartbeatAnswered(group_id, response.error_code, now - sent))
         if isinstance(response, JoinGroupResponse) and not response.error_code \
@@ -453,7 +464,7 @@ class GroupRunner:
                        f" ({len(response.members)} members)" if leader else "")
 
     def _queue(self, out: Output) -> None:
-        with self._cond:
+        with self._lock:
             self._events.append(out)
         try:
             self.wakeup()
@@ -469,6 +480,11 @@ class GroupRunner:
         if log.isEnabledFor(logging.INFO):
             log.info("[group %s, member %s] " + message, self.machine.config.group_id,
                      self.machine.member_id or "(none yet)", *args)
+
+
+def _api_name(message: object) -> str:
+    """The API a request or response belongs to, as the hooks name it ("Heartbeat")."""
+    return type(message).__name__.removesuffix("Request").removesuffix("Response")
 
 
 def _result(future: Future[RequestDecision], timeout: float) -> RequestDecision:
