@@ -19,8 +19,9 @@ auto-commit, earliest reset. Rows:
   first poll gets no rate, "-"); ``cpu`` is the member's CPU seconds from "go" to its last record, ``rss`` its peak
   resident memory; with ``--repeat R`` the consume rows run in R rounds, every client in turn,
   and each figure is the best of its rounds;
-- ``idle cpu`` / ``idle rss``: one joined member polling an empty topic for D seconds, CPU
-  time over wall time and resident memory at the end, read from /proc.
+- ``idle cpu`` / ``idle rss``: one joined member per client polling an empty topic, all
+  clients' members in the same D seconds: CPU time over wall time (the threads' schedstat run
+  time) and resident memory at the end, read from /proc.
 
 Setup (topics, producing the records) uses confluent-kafka for speed; it is not measured.
 
@@ -340,9 +341,15 @@ def go(members: list[Member]) -> float:
     return start
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def run_seconds(pid: int) -> float:
+    """CPU seconds the threads of ``pid`` alive now have run (schedstat, nanoseconds)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # the thread ended while we looked
+    return total / 1e9
 
 
 def peak_rss_mib() -> float:
@@ -436,19 +443,6 @@ def run_client(client: str, bootstrap: str, args: argparse.Namespace,
         finally:
             for m in members:
                 m.stop()
-    if "idle" in args.rows:
-        topic = f"i-{tag}"
-        make_topic(bootstrap, topic, 1)
-        members = start_members(client, 1, bootstrap, topic, topic)
-        try:
-            wait_covered(members, 1, go(members))
-            pid = members[0].proc.pid
-            before, start = cpu_seconds(pid), time.monotonic()
-            time.sleep(args.idle_seconds)
-            results["idle cpu"] = 100 * (cpu_seconds(pid) - before) / (time.monotonic() - start)
-            results["idle rss"] = rss_mib(pid)
-        finally:
-            members[0].stop()
     return results
 
 
@@ -495,10 +489,38 @@ def measure(argv: list[str] | None = None) -> list[Row]:
                 make_topic(bootstrap, topic, CONSUME_PARTITIONS)
                 produce(bootstrap, topic, args.records, codec)
         results = {c: run_client(c, bootstrap, args, consume_topics) for c in args.clients}
+        if "idle" in args.rows:
+            for client, figures in idle_rows(args.clients, bootstrap, args.idle_seconds).items():
+                results[client].update(figures)
         for client, figures in consume_rows(args.clients, bootstrap, consume_topics,
                                             args.records, args.repeat).items():
             results[client].update(figures)
     return rows(results)
+
+
+def idle_rows(clients: list[str], bootstrap: str,
+              seconds: float) -> dict[str, dict[str, float | None]]:
+    """The idle rows: one joined member per client, each on a topic of its own, all measured
+    in the same window (a change of load on a shared machine falls on all of them). CPU is
+    the sum of the member's threads' run time from schedstat (nanoseconds; the clock-tick
+    figures of /proc/PID/stat move in 10 ms steps, a tenth of a minute's idle CPU)."""
+    members: dict[str, Member] = {}
+    try:
+        for client in clients:
+            topic = f"i-{client}-{uuid.uuid4().hex[:6]}"
+            make_topic(bootstrap, topic, 1)
+            members[client] = start_members(client, 1, bootstrap, topic, topic)[0]
+        for member in members.values():
+            wait_covered([member], 1, go([member]))
+        before = {c: run_seconds(m.proc.pid) for c, m in members.items()}
+        start = time.monotonic()
+        time.sleep(seconds)
+        wall = time.monotonic() - start
+        return {c: {"idle cpu": 100 * (run_seconds(m.proc.pid) - before[c]) / wall,
+                    "idle rss": rss_mib(m.proc.pid)} for c, m in members.items()}
+    finally:
+        for member in members.values():
+            member.stop()
 
 
 def consume_rows(clients: list[str], bootstrap: str, topics: dict[str, str], n: int,
