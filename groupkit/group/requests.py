@@ -41,6 +41,9 @@ JOIN_TIMEOUT_LAPSE_MS = 5_000
 class RequestKind(enum.Enum):
     """The requests the machine sends; each value is the API's name."""
 
+    # Identity hashing, as MemberState's: every answer looks its kind up in RESPONSE_TYPES.
+    __hash__ = object.__hash__
+
     FIND = "FindCoordinator"
     JOIN = "JoinGroup"
     SYNC = "SyncGroup"
