@@ -78,7 +78,12 @@ class Reply(Future[Any]):
             if self._state != FINISHED:
                 self._done_callbacks.append(fn)
                 return
-        self._call([fn])
+        try:
+            fn(self)
+        except Exception:
+            # As Future does: a failing callback is logged (and, in ``_complete``, the others
+            # still run).
+            LOGGER.exception("exception calling callback for %r", self)
 
     def set_result(self, result: Any) -> None:
         self._complete(result, None)
@@ -105,12 +110,8 @@ class Reply(Future[Any]):
                     self._cond.notify_all()
         if already:
             raise InvalidStateError(f"{FINISHED}: {self!r}")
-        self._call(self._done_callbacks)
-
-    def _call(self, callbacks: list[Any]) -> None:
-        for fn in callbacks:
+        for fn in self._done_callbacks:
             try:
                 fn(self)
             except Exception:
-                # As Future does: a failing callback is logged and the others still run.
                 LOGGER.exception("exception calling callback for %r", self)

@@ -69,7 +69,7 @@ class SerialTlsSocket:
                     want_write = True
             self._wait(want_write)
 
-    def sendall(self, data: bytes) -> None:
+    def sendall(self, data: bytes | bytearray) -> None:
         """Write all of ``data``; raises OSError if the socket fails or is closed."""
         view = memoryview(data)
         while view:

@@ -4,6 +4,10 @@ is decoded anew whenever its bytes differ from the last one."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future
+from typing import Any
+
 from groupkit.errors import ApiKey
 from groupkit.protocol.messages.fetch import (
     FetchRequest,
@@ -15,7 +19,7 @@ from groupkit.protocol.messages.fetch import (
 )
 from groupkit.protocol.messages.group import HeartbeatRequest, HeartbeatResponse
 from groupkit.runtime.connection import BrokerConnection
-from tests.support.fake_broker import FakeBroker, reply
+from tests.support.fake_broker import FakeBroker, reply, reply_body
 
 HEARTBEAT = HeartbeatRequest(group_id="g", generation_id=1, member_id="m",
                              group_instance_id=None)
@@ -78,3 +82,45 @@ def test_a_large_answer_to_a_repeated_request_is_not_kept() -> None:
         broker.close()
     assert first == second and first is not second
     assert second.responses[0].partitions[0].records == records
+
+
+def test_an_answer_that_only_ends_like_the_last_one_is_decoded_anew() -> None:
+    # Heartbeat v0's body is its error code alone. The last answer ends with the one before
+    # (error 27) behind a leading zero byte; read as v0 it is error 0 with a trailing byte a
+    # client leaves unread, so it is a new answer, not the last one again.
+    bodies = [b"\x00\x1b", b"\x00\x1b", b"\x00\x1b", b"\x00\x00\x1b"]
+
+    def answer(sock, header, _) -> None:
+        reply_body(sock, header, bodies.pop(0))
+
+    broker = FakeBroker(answer)
+    try:
+        with BrokerConnection("127.0.0.1", broker.port) as conn:
+            answers = [conn.send(HEARTBEAT, 0).result(5) for _ in range(4)]
+    finally:
+        broker.close()
+    assert [a.error_code for a in answers] == [27, 27, 27, 0]
+    assert answers[2] is answers[1] and answers[3] is not answers[2]
+
+
+def test_the_callback_of_an_unchanged_answer_may_send_the_request_again() -> None:
+    # An idle fetcher sends its Fetch again from the callback of the last one's answer, on the
+    # connection's reader thread: completing an unchanged answer holds no lock a send needs.
+    broker = FakeBroker(lambda sock, header, _: reply(sock, header,
+                                                      HeartbeatResponse(error_code=0)))
+    done = threading.Event()
+    answers: list[Any] = []
+    try:
+        with BrokerConnection("127.0.0.1", broker.port) as conn:
+            def again(future: Future[Any]) -> None:
+                answers.append(future.result())
+                if len(answers) < 5:
+                    conn.send(HEARTBEAT).add_done_callback(again)
+                else:
+                    done.set()
+
+            conn.send(HEARTBEAT).add_done_callback(again)
+            assert done.wait(10), "a send from an answer's callback did not go out"
+    finally:
+        broker.close()
+    assert len(answers) == 5 and all(a is answers[1] for a in answers[1:])
