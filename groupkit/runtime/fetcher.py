@@ -19,7 +19,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 import attrs
 
@@ -44,6 +45,7 @@ from groupkit.protocol.messages.fetch import (
 )
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.runtime.cluster import FETCH, Cluster
+from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.fetched import Chunk, ConsumerRecord, FetchedPartition, read_chunk
 from groupkit.runtime.offsets import OffsetStore
 from groupkit.runtime.partition_state import FAILED_STATES, PartitionEvent, PartitionState
@@ -61,14 +63,19 @@ def _arrival(part: FetchedPartition) -> int:
     return part.chunks[0].arrival
 
 
-@attrs.frozen
-class _Sent:
+class _Sent(NamedTuple):
+    """A Fetch in flight. A tuple, made in one C call: an idle consumer makes one per long
+    poll on the connection's reader thread (see ``_answered``), where each line costs."""
+
     node: int
     version: int
     offsets: dict[TopicPartition, tuple[int, int]]
     names: dict[Any, str]
     started: float
-    request: FetchRequest | None = None
+    request: FetchRequest
+    #: The pooled connection it went out on: ``cluster.connection(node, FETCH)``, which
+    #: stays the same object until the cluster is closed.
+    conn: BrokerConnection
 
 
 @attrs.define(eq=False)
@@ -85,7 +92,11 @@ class Fetcher:
     hooks: Sequence[Hook] = ()
     wakeup: Callable[[], None] = lambda: None
 
-    _cond: threading.Condition = attrs.field(init=False, factory=threading.Condition)
+    #: ``_cond``'s lock. ``_answered`` holds it directly, entered in C, instead of entering
+    #: ``_cond`` (a Python-level ``Condition.__enter__``/``__exit__``); it is the same lock.
+    _lock: threading.RLock = attrs.field(init=False, factory=threading.RLock)
+    _cond: threading.Condition = attrs.field(init=False, default=attrs.Factory(
+        lambda fetcher: threading.Condition(fetcher._lock), takes_self=True))
     _parts: dict[TopicPartition, FetchedPartition] = attrs.field(init=False, factory=dict)
     _busy_nodes: set[int] = attrs.field(init=False, factory=set)
     _answers: collections.deque[tuple[_Sent, Future[Any]]] = attrs.field(
@@ -105,6 +116,11 @@ class Fetcher:
     _in_line: FetchedPartition | None = attrs.field(init=False, default=None)
     #: How many answers were buffered so far (numbers them in arrival order).
     _arrived: int = attrs.field(init=False, default=0)
+    #: A Fetch's timeout: the request timeout on top of the broker's long-poll wait.
+    _fetch_timeout_ms: int = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._fetch_timeout_ms = self.config.request_timeout_ms + self.config.fetch_max_wait_ms
 
     # --- the application's side ----------------------------------------------------------------
 
@@ -512,10 +528,9 @@ class Fetcher:
                     for t, ps in by_topic.items()],
             forgotten_topics_data=[], rack_id=self.config.client_rack or "")
         names: dict[Any, str] = {ids[t] if version >= _TOPIC_IDS else t: t for t in by_topic}
-        sent = _Sent(node, version, offsets, names, time.monotonic(), request)
-        future = conn.send(request, version, timeout_ms=self.config.request_timeout_ms
-                           + self.config.fetch_max_wait_ms)
-        future.add_done_callback(lambda f: self._answered(sent, f))
+        sent = _Sent(node, version, offsets, names, time.monotonic(), request, conn)
+        future = conn.send(request, version, timeout_ms=self._fetch_timeout_ms)
+        future.add_done_callback(partial(self._answered, sent))
 
     def _troubled(self, why: str) -> None:
         """One WARNING when fetching stops working, not one per retry (the broker outage itself
@@ -534,24 +549,21 @@ class Fetcher:
             self._trouble = None
 
     def _answered(self, sent: _Sent, future: Future[Any]) -> None:
-        with self._cond:
+        with self._lock:
             if not self._idle_again(sent, future):
                 self._queue_answer(sent, future)
                 return
-        # On the connection's reader thread, outside the lock, as the fetcher thread would.
-        try:
-            conn = self.cluster.connection(sent.node, FETCH)
-        except GroupkitError:
-            conn = None
-        if conn is None or not conn.connected or sent.request is None:
+        # On the connection's reader thread, outside the lock, as the fetcher thread would,
+        # on the connection the fetcher thread would take (``_Sent.conn``).
+        conn = sent.conn
+        if not conn.connected:
             with self._cond:
                 self._queue_answer(sent, future)
             return
         again = _Sent(sent.node, sent.version, sent.offsets, sent.names, time.monotonic(),
-                      sent.request)
-        resent = conn.send(sent.request, sent.version, timeout_ms=self.config.request_timeout_ms
-                           + self.config.fetch_max_wait_ms)
-        resent.add_done_callback(lambda f: self._answered(again, f))
+                      sent.request, conn)
+        resent = conn.send(sent.request, sent.version, timeout_ms=self._fetch_timeout_ms)
+        resent.add_done_callback(partial(self._answered, again))
 
     def _queue_answer(self, sent: _Sent, future: Future[Any]) -> None:
         """Hand an answer to the fetcher thread (the caller holds ``_cond``)."""
