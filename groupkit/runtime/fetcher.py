@@ -232,7 +232,11 @@ class Fetcher:
         """
         out: list[ConsumerRecord] = []
         mark = self.config.max_partition_fetch_bytes
-        with self._cond:
+        # The Condition's own acquire/release (its lock's, in C) rather than ``with``, whose
+        # Python-level __enter__/__exit__ run on every poll of an idle consumer too.
+        cond = self._cond
+        cond.acquire()
+        try:
             self._raise_owed()
             refetch = False
             part = self._in_line
@@ -277,8 +281,12 @@ class Fetcher:
             self._in_line = part
             if refetch:
                 self._cond.notify_all()
-            if not out:
+            if not out and refetch:
+                # Only an answer used up or found undecodable above (each sets refetch) can
+                # leave an error owed that the first look did not raise.
                 self._raise_owed()
+        finally:
+            cond.release()
         return out
 
     def _next_in_line(self) -> FetchedPartition | None:
