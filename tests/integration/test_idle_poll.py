@@ -1,6 +1,8 @@
-"""An idle poll (nothing to return, nothing finished) takes the consumer's signal lock and
-looks at finished commits without a Python-level ``Condition.__enter__``/``__exit__`` pair:
-an idle member polls several times a second."""
+"""An idle poll (nothing to return, nothing finished) looks at finished commits and waits
+without a Python-level ``Condition`` (its ``__enter__``/``__exit__`` pair, or a ``wait`` that
+makes a new lock each time): an idle member polls several times a second. Whatever rings the
+consumer's bell (records, errors, group events, finished commits) still ends the wait at once.
+"""
 
 from __future__ import annotations
 
@@ -55,8 +57,78 @@ def test_an_idle_poll_enters_none_of_the_consumers_conditions(
     for _ in range(5):
         assert consumer.poll(0.02) == []
     monkeypatch.undo()
-    ours = [c for c in entered if c is consumer._signal or c is consumer._offsets._lock]
+    ours = [c for c in entered if c is consumer._offsets._lock]
     assert ours == []
+
+
+def test_an_idle_poll_waits_on_no_condition(
+        idle_consumer: Consumer, monkeypatch: pytest.MonkeyPatch) -> None:
+    waited: list[threading.Condition] = []
+    wait = threading.Condition.wait
+
+    def spy(cond: threading.Condition, timeout: float | None = None) -> bool:
+        if threading.current_thread() is threading.main_thread():
+            waited.append(cond)
+        return wait(cond, timeout)
+
+    monkeypatch.setattr(threading.Condition, "wait", spy)
+    for _ in range(5):
+        assert idle_consumer.poll(0.02) == []
+    monkeypatch.undo()
+    assert waited == []
+
+
+def test_a_ring_while_the_poll_looks_ends_its_wait_at_once(
+        idle_consumer: Consumer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # News that arrives after a look found nothing, but before the poll waits, must not wait
+    # for the poll's deadline: the ring stays until the poll takes it and looks again. (Were
+    # it lost, the wait would run out unwoken and the poll return after one look.)
+    consumer = idle_consumer
+    looks: list[Fetcher] = []
+    take = Fetcher.take
+
+    def ringing(fetcher: Fetcher, *args: Any) -> Any:
+        looks.append(fetcher)
+        if len(looks) == 1:
+            consumer._bell.ring()
+        return take(fetcher, *args)
+
+    monkeypatch.setattr(Fetcher, "take", ringing)
+    assert consumer.poll(0.3) == []
+    assert looks == [consumer._fetcher] * 2
+
+
+def test_rings_from_several_threads_wake_one_poll_once(
+        idle_consumer: Consumer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Several wakers before the poll takes the ring: none fails, the poll looks once more,
+    # and no ring is left over to end the next poll's wait early.
+    consumer = idle_consumer
+    looks: list[int] = []
+    take = Fetcher.take
+
+    def counted(fetcher: Fetcher, *args: Any) -> Any:
+        looks.append(1)
+        return take(fetcher, *args)
+
+    errors: list[BaseException] = []
+
+    def ring() -> None:
+        try:
+            consumer._bell.ring()
+        except BaseException as exc:
+            errors.append(exc)
+
+    ringers = [threading.Thread(target=ring) for _ in range(4)]
+    for ringer in ringers:
+        ringer.start()
+    for ringer in ringers:
+        ringer.join(5)
+    monkeypatch.setattr(Fetcher, "take", counted)
+    assert consumer.poll(0.2) == []
+    assert errors == [] and len(looks) == 1  # the ring from before the poll was taken
+    looks.clear()
+    assert consumer.poll(0.05) == []
+    assert len(looks) == 1
 
 
 def test_a_poll_whose_wait_runs_out_unwoken_returns_without_a_second_look(
