@@ -73,6 +73,13 @@ class FrameDecoder:
         or over ``max_frame_size``; the stream is then out of step and the decoder refuses any
         further input.
         """
+        buf = self._buf
+        if not buf and self._need < 0 and self._body is None and self._error is None:
+            # The common case, one read that holds exactly one whole frame (and nothing is
+            # half read), is answered first and without copying it through the buffer.
+            size = len(data) - _SIZE.size
+            if size >= 0 and _SIZE.unpack_from(data)[0] == size <= self.max_frame_size:
+                return [bytes(data[_SIZE.size:])]
         if self._error is not None:
             raise IllegalStateError(
                 f"this FrameDecoder already failed ({self._error}); close the connection and"
@@ -87,14 +94,6 @@ class FrameDecoder:
                 if len(incoming) <= room:
                     return frames
                 data = bytes(incoming[room:])
-        buf = self._buf
-        if not buf and self._need < 0 and len(data) >= _SIZE.size:
-            # The common case, one read that holds exactly one whole frame, is answered
-            # without copying it through the buffer.
-            size = _SIZE.unpack_from(data)[0]
-            if size + _SIZE.size == len(data) and size <= self.max_frame_size:
-                frames.append(bytes(data[_SIZE.size:]))
-                return frames
         buf += data
         pos = 0
         end = len(buf)

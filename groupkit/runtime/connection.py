@@ -74,6 +74,8 @@ _REPEAT_FRAME_BYTES = 16 * 1024
 #: A request frame's correlation id: after the size prefix, the API key and the version.
 _CORRELATION_ID = struct.Struct(">i")
 _CORRELATION_AT = 8
+#: A response frame's correlation id: its first four bytes (once the size prefix is off).
+_RESPONSE_CORRELATION_ID = struct.Struct(">i")
 _PRODUCE = int(ApiKey.PRODUCE)
 
 
@@ -402,15 +404,15 @@ class BrokerConnection:
             # (the frame is sent before this lock is let go, so it can be reused) instead of
             # a new encoding. Requests are frozen values, so equal ones encode alike.
             last = self._last_sent
-            repeat = last is not None and last[1] == version \
-                and (last[0] is request or last[0] == request)
-            if repeat:
-                assert last is not None
+            if last is not None and last[1] == version \
+                    and (last[0] is request or last[0] == request):
+                repeat = True
                 frame: bytes | bytearray = last[2]
                 _CORRELATION_ID.pack_into(frame, _CORRELATION_AT, correlation_id)
                 if last[0] is not request:
                     self._last_sent = (request, version, last[2])  # compared by identity next
             else:
+                repeat = False
                 frame = encode_request_frame(request, version, correlation_id, self.client_id)
                 self._last_sent = ((request, version, bytearray(frame))
                                    if len(frame) <= _REPEAT_FRAME_BYTES else None)
@@ -468,7 +470,9 @@ class BrokerConnection:
                 f"the connection to {self.address} broke: {exc}; the next send reconnects"))
 
     def _complete(self, link: _Link, frame: Frame) -> None:
-        correlation_id = peek_correlation_id(frame)
+        # Read in place, without a call, unless the frame is too short to hold one.
+        correlation_id = _RESPONSE_CORRELATION_ID.unpack_from(frame)[0] if len(frame) >= 4 \
+            else peek_correlation_id(frame)
         with link.lock:
             head = link.pending[0] if link.pending else None
             if head is None or head.correlation_id != correlation_id:

@@ -85,13 +85,10 @@ class Reply(Future[Any]):
             # still run).
             LOGGER.exception("exception calling callback for %r", self)
 
-    def set_result(self, result: Any) -> None:
-        self._complete(result, None)
-
     def set_exception(self, exception: BaseException | None) -> None:
         self._complete(None, exception)
 
-    def _complete(self, result: Any, exception: BaseException | None) -> None:
+    def _complete(self, result: Any, exception: BaseException | None = None) -> None:
         with self._lock:
             if self._state == FINISHED:
                 # Raised outside the lock: Future's repr takes it (Future's lock is an RLock).
@@ -115,3 +112,7 @@ class Reply(Future[Any]):
                 fn(self)
             except Exception:
                 LOGGER.exception("exception calling callback for %r", self)
+
+    #: ``_complete`` itself, not a method that calls it: one call less per answer (the
+    #: connection's reader thread completes every request, on a cold wakeup when idle).
+    set_result = _complete
