@@ -384,6 +384,26 @@ class BrokerConnection:
             failed.set_exception(exc)
             return failed
 
+    def send_connected(self, request: Request, version: int, timeout_ms: int,
+                       callback: Callable[[Future[Any]], object]) -> bool:
+        """Send ``request`` only if the connection is up, ``callback`` added to its Future
+        before it can complete; False, and nothing sent, when it is not (or closed meanwhile,
+        or the send failed before writing).
+
+        For a future's callback on a reader thread, which must never connect: an idle fetcher
+        sends its Fetch again this way, in one call instead of ``connected``, ``send`` and
+        ``add_done_callback``. Nothing connects here, so all of ``timeout_ms`` is the
+        request's, as ``send`` gives it when already connected.
+        """
+        link = self._link
+        if link is None or link.closed or not link.versions:
+            return False
+        try:
+            self._send_on(link, request, version, timeout_ms / 1000, callback=callback)
+        except GroupkitError:
+            return False  # raised before writing (closed since the look above)
+        return True
+
     def _negotiated(self, link: _Link, request: Request) -> int:
         version = link.versions.get(request.API_KEY)
         if version is None:
@@ -393,8 +413,10 @@ class BrokerConnection:
         return version
 
     def _send_on(self, link: _Link, request: Request, version: int, timeout: float, *,
-                 handshake: bool = False) -> Future[Any]:
-        future = Reply()  # a running Future (it cannot be cancelled: the request is out)
+                 handshake: bool = False,
+                 callback: Callable[[Future[Any]], object] | None = None) -> Future[Any]:
+        # A running Future (it cannot be cancelled: the request is out).
+        future = Reply(callback)
         expects_response = request.API_KEY != _PRODUCE or getattr(request, "acks", 1) != 0
         with self._write_lock:
             correlation_id = self._next_correlation_id

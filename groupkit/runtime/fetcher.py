@@ -562,16 +562,15 @@ class Fetcher:
                 self._queue_answer(sent, future)
                 return
         # On the connection's reader thread, outside the lock, as the fetcher thread would,
-        # on the connection the fetcher thread would take (``_Sent.conn``).
+        # on the connection the fetcher thread would take (``_Sent.conn``); a connection that
+        # is not up is left to the fetcher thread (a reader thread never connects).
         conn = sent.conn
-        if not conn.connected:
-            with self._cond:
-                self._queue_answer(sent, future)
-            return
         again = _Sent(sent.node, sent.version, sent.offsets, sent.names, time.monotonic(),
                       sent.request, conn)
-        resent = conn.send(sent.request, sent.version, timeout_ms=self._fetch_timeout_ms)
-        resent.add_done_callback(partial(self._answered, again))
+        if not conn.send_connected(sent.request, sent.version, self._fetch_timeout_ms,
+                                   partial(self._answered, again)):
+            with self._lock:
+                self._queue_answer(sent, future)
 
     def _queue_answer(self, sent: _Sent, future: Future[Any]) -> None:
         """Hand an answer to the fetcher thread (the caller holds ``_cond``)."""

@@ -12,6 +12,7 @@ state under a plain lock and makes the Condition only when something must wait f
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures._base import FINISHED, LOGGER, RUNNING
 from typing import Any
@@ -31,11 +32,12 @@ class Reply(Future[Any]):
     _exception = None
     _cond: threading.Condition | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, callback: Callable[[Future[Any]], object] | None = None) -> None:
+        """``callback``, if given, is added before anything can complete the Reply."""
         # No Future.__init__: its Condition is made on demand (see ``_condition``).
         self._lock = threading.Lock()
         self._waiters = []
-        self._done_callbacks: list[Any] = []
+        self._done_callbacks: list[Any] = [] if callback is None else [callback]
 
     # Future's is a plain attribute; here it is made on first use.
     @property

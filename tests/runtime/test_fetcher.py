@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -63,6 +64,11 @@ class ScriptedConnection:
             self.sent.append((request, future))
             self.cond.notify_all()
         return future
+
+    def send_connected(self, request: FetchRequest, version: int, timeout_ms: int,
+                       callback: Callable[[Future[Any]], object]) -> bool:
+        self.send(request, version, timeout_ms).add_done_callback(callback)
+        return True
 
     def next_request(self, count: int) -> tuple[FetchRequest, Future[Any]]:
         with self.cond:

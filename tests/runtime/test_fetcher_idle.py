@@ -5,6 +5,7 @@ and anything else (records, a seek) still goes through the fetcher thread."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -17,18 +18,21 @@ from tests.support.waits import wait_for
 
 
 class ThreadNoting(ScriptedConnection):
-    """Notes which thread sent each Fetch."""
-
-    connected = True
+    """Notes which thread sent each Fetch; ``up`` False: ``send_connected`` sends nothing."""
 
     def __init__(self) -> None:
         super().__init__()
         self.senders: list[threading.Thread] = []
+        self.up = True
 
     def send(self, request: FetchRequest, version: int, timeout_ms: int | None = None
              ) -> Future[Any]:
         self.senders.append(threading.current_thread())
         return super().send(request, version, timeout_ms)
+
+    def send_connected(self, request: FetchRequest, version: int, timeout_ms: int,
+                       callback: Callable[[Future[Any]], object]) -> bool:
+        return self.up and super().send_connected(request, version, timeout_ms, callback)
 
 
 def idle_fetcher() -> tuple[Fetcher, ThreadNoting, threading.Event, Any]:
@@ -82,6 +86,20 @@ def test_a_seek_during_an_idle_fetch_goes_through_the_fetcher_thread() -> None:
         # The answer left before the seek: dropped, and the next Fetch asks from offset 5.
         after, _ = conn.next_request(3)
         assert fetched(after) == {0: 5}
+        assert conn.senders[2] is not threading.current_thread()
+    finally:
+        fetcher.close(5)
+
+
+def test_an_idle_fetch_whose_connection_is_down_goes_through_the_fetcher_thread() -> None:
+    # A reader thread never connects: the fetcher thread sends the next Fetch (connecting
+    # first, as it does for any Fetch).
+    fetcher, conn, woken, (request, future, nothing) = idle_fetcher()
+    try:
+        conn.up = False
+        future.set_result(nothing)
+        after, _ = conn.next_request(3)
+        assert after == request
         assert conn.senders[2] is not threading.current_thread()
     finally:
         fetcher.close(5)

@@ -46,6 +46,14 @@ def test_a_result_reaches_callbacks_added_before_and_after() -> None:
     assert r._cond is None  # nothing waited: no Condition was made
 
 
+def test_a_callback_given_when_made_runs_first_and_once() -> None:
+    seen: list[tuple[str, object]] = []
+    r = Reply(lambda f: seen.append(("made", f.result())))
+    r.add_done_callback(lambda f: seen.append(("added", f.result())))
+    r.set_result("answer")
+    assert seen == [("made", "answer"), ("added", "answer")]
+
+
 def test_an_error_is_raised_by_result_and_returned_by_exception() -> None:
     r = Reply()
     seen: list[BaseException | None] = []

@@ -1,0 +1,58 @@
+"""BrokerConnection.send_connected, against a scripted fake broker: it sends only on a
+connection that is up, never connects, and its callback is on the Future before the answer
+can complete it, so it runs on the reader thread."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from groupkit.errors import ApiKey
+from groupkit.protocol.messages.group import HeartbeatRequest, HeartbeatResponse
+from groupkit.runtime.connection import BrokerConnection
+from tests.support.fake_broker import FakeBroker, reply
+
+HEARTBEAT = HeartbeatRequest(group_id="g", generation_id=1, member_id="m",
+                             group_instance_id=None)
+
+
+def answering() -> FakeBroker:
+    return FakeBroker(lambda sock, header, _: reply(sock, header, HeartbeatResponse()))
+
+
+def test_a_connection_that_is_not_up_sends_nothing_and_does_not_connect() -> None:
+    broker = answering()
+    try:
+        conn = BrokerConnection("127.0.0.1", broker.port)
+        assert not conn.send_connected(HEARTBEAT, 4, 1000, lambda f: None)
+        assert not conn.connected and broker.received == []
+        conn.connect()
+        version = conn.versions[ApiKey.HEARTBEAT]
+        conn.close()
+        assert not conn.send_connected(HEARTBEAT, version, 1000, lambda f: None)
+    finally:
+        broker.close()
+    assert [h.api_key for h in broker.received] == [ApiKey.API_VERSIONS]
+
+
+def test_the_callback_gets_the_answer_on_the_reader_thread() -> None:
+    broker = answering()
+    done = threading.Event()
+    seen: list[tuple[str, Any]] = []
+
+    def callback(future: Future[Any]) -> None:
+        seen.append((threading.current_thread().name, future.result()))
+        done.set()
+
+    try:
+        with BrokerConnection("127.0.0.1", broker.port) as conn:
+            conn.connect()
+            assert conn.send_connected(HEARTBEAT, conn.versions[ApiKey.HEARTBEAT], 5000,
+                                       callback)
+            assert done.wait(10), "the callback did not run"
+    finally:
+        broker.close()
+    [(thread, response)] = seen
+    assert thread.startswith("groupkit-reader-") and response.error_code == 0
+    assert [h.api_key for h in broker.received] == [ApiKey.API_VERSIONS, ApiKey.HEARTBEAT]
