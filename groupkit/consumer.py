@@ -210,24 +210,28 @@ class Consumer:
         deadline = time.monotonic() + max(0.0, timeout)
         if self._runner is not None:
             self._runner.application_polled()
+        # Decided once per poll (the runner is set before the poll or never): an idle
+        # member's polls call nothing that has nothing to do.
+        auto_commit = self.config.enable_auto_commit and self._runner is not None
         bell = self._bell
         while True:
             # Take any ring from before this look: the look sees whatever rang it.
             bell.wait(0)
             self._handle_group_events()
             self._offsets.run_callbacks()
-            self._maybe_auto_commit(deadline)
+            if auto_commit:
+                self._maybe_auto_commit(deadline)
             records = self._fetcher.take(self.config.max_poll_records)
             if records:
-                self._polled(len(records))
+                if self.hooks:
+                    self._polled(len(records))
                 return records
             now = time.monotonic()
             if now >= deadline:
-                self._polled(0)
-                return []
+                break
             wait = deadline - now
             until_commit = False
-            if self.config.enable_auto_commit and self._runner is not None:
+            if auto_commit:
                 commit_in = max(0.0, self._next_auto_commit - now)
                 if commit_in < wait:
                     wait, until_commit = commit_in, True
@@ -235,15 +239,15 @@ class Consumer:
                 # The wait ran out at the poll's deadline and nothing woke it: records, errors,
                 # group events and finished commits all wake it, so another look would find
                 # nothing. Java's poll likewise returns when its timer expires.
-                self._polled(0)
-                return []
+                break
+        if self.hooks:
+            self._polled(0)
+        return []
 
     def _polled(self, count: int) -> None:
         """One Polled event per poll (never one per record); the partitions' progress (counts,
         positions, log ends) goes with it at most every ``_PROGRESS_S``, so a consumer of
-        many partitions pays for it ten times a second, not on every poll."""
-        if not self.hooks:
-            return
+        many partitions pays for it ten times a second, not on every poll. Only with hooks."""
         progress: tuple[PartitionProgress, ...] = ()
         now = time.monotonic()
         if now >= self._next_progress:
@@ -345,8 +349,8 @@ class Consumer:
                     f"{tp.topic}-{tp.partition}@{o}" for tp, o in sorted(offsets.items())))
 
     def _maybe_auto_commit(self, deadline: float) -> None:
-        if not self.config.enable_auto_commit or self._runner is None:
-            return
+        """Commit the positions if the auto-commit interval is up (auto commit on, subscribed)."""
+        assert self._runner is not None
         now = time.monotonic()
         if now < self._next_auto_commit:
             return

@@ -59,10 +59,6 @@ E = PartitionEvent
 _TOPIC_IDS = 13
 
 
-def _arrival(part: FetchedPartition) -> int:
-    return part.chunks[0].arrival
-
-
 class _Sent(NamedTuple):
     """A Fetch in flight. A tuple, made in one C call: an idle consumer makes one per long
     poll on the connection's reader thread (see ``_answered``), where each line costs."""
@@ -238,8 +234,12 @@ class Fetcher:
         cond.acquire()
         try:
             self._raise_owed()
-            refetch = False
             part = self._in_line
+            if part is None:
+                part = self._next_in_line()
+                if part is None:
+                    return out  # nothing buffered (every poll of an idle consumer)
+            refetch = False
             while len(out) < max_records:
                 if part is None or not part.chunks or part.paused \
                         or self._parts.get(part.tp) is not part:
@@ -291,8 +291,13 @@ class Fetcher:
 
     def _next_in_line(self) -> FetchedPartition | None:
         """The unpaused partition whose first buffered answer arrived before the others'."""
-        return min((p for p in self._parts.values() if p.chunks and not p.paused),
-                   key=_arrival, default=None)
+        # A loop, not min() over a generator: no second frame on an idle consumer's polls.
+        first: FetchedPartition | None = None
+        for part in self._parts.values():
+            if part.chunks and not part.paused and (
+                    first is None or part.chunks[0].arrival < first.chunks[0].arrival):
+                first = part
+        return first
 
     def _raise_owed(self) -> None:
         """Raise the first partition error with no records buffered ahead of it (once)."""
