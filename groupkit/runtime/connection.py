@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, TimeoutError as FutureTimeout
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -79,9 +79,10 @@ _RESPONSE_CORRELATION_ID = struct.Struct(">i")
 _PRODUCE = int(ApiKey.PRODUCE)
 
 
-class _Pending(NamedTuple):
-    """A request in flight. A tuple, made in one C call: one is made per request, and an idle
-    member's are made on cold wakeups, where each Python line costs (see ``_send_on``)."""
+@attrs.define(eq=False)
+class _Pending:
+    """A request in flight (never changed once made). A slotted attrs class: on CPython 3.11
+    it is made and read faster than a NamedTuple, whose field reads are not specialized."""
 
     correlation_id: int
     api_key: int

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 import attrs
 
@@ -59,9 +59,11 @@ E = PartitionEvent
 _TOPIC_IDS = 13
 
 
-class _Sent(NamedTuple):
-    """A Fetch in flight. A tuple, made in one C call: an idle consumer makes one per long
-    poll on the connection's reader thread (see ``_answered``), where each line costs."""
+@attrs.define(eq=False)
+class _Sent:
+    """A Fetch in flight (never changed once made). A slotted attrs class that is not frozen:
+    an idle consumer makes one per long poll on a reader thread (see ``_answered``), and on
+    CPython 3.11 it is made and read faster than a frozen one or a NamedTuple."""
 
     node: int
     version: int
