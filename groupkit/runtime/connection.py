@@ -373,8 +373,13 @@ class BrokerConnection:
                 if link is None or link.closed:
                     raise KafkaConnectionError(f"the connection to {self.address} closed while"
                                                " connecting; send again to reconnect")
-            if version is None:
-                version = self._negotiated(link, request)
+            if version is None:  # read here, not in a method: every heartbeat asks
+                version = link.versions.get(request.API_KEY)
+                if version is None:
+                    raise UnsupportedVersionError(
+                        f"the broker at {self.address} and groupkit share no version of "
+                        f"{type(request).__name__} (API key {request.API_KEY}); use a broker"
+                        " that has it")
             if timeout_ms is None:
                 timeout = self.request_timeout_ms / 1000
             else:
@@ -404,14 +409,6 @@ class BrokerConnection:
         except GroupkitError:
             return False  # raised before writing (closed since the look above)
         return True
-
-    def _negotiated(self, link: _Link, request: Request) -> int:
-        version = link.versions.get(request.API_KEY)
-        if version is None:
-            raise UnsupportedVersionError(
-                f"the broker at {self.address} and groupkit share no version of "
-                f"{type(request).__name__} (API key {request.API_KEY}); use a broker that has it")
-        return version
 
     def _send_on(self, link: _Link, request: Request, version: int, timeout: float, *,
                  handshake: bool = False,

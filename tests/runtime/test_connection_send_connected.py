@@ -8,8 +8,9 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-from groupkit.errors import ApiKey
+from groupkit.errors import ApiKey, UnsupportedVersionError
 from groupkit.protocol.messages.group import HeartbeatRequest, HeartbeatResponse
+from groupkit.protocol.versions import CLIENT_VERSIONS
 from groupkit.runtime.connection import BrokerConnection
 from tests.support.fake_broker import FakeBroker, reply
 
@@ -56,3 +57,19 @@ def test_the_callback_gets_the_answer_on_the_reader_thread() -> None:
     [(thread, response)] = seen
     assert thread.startswith("groupkit-reader-") and response.error_code == 0
     assert [h.api_key for h in broker.received] == [ApiKey.API_VERSIONS, ApiKey.HEARTBEAT]
+
+
+def test_a_send_of_an_api_the_broker_lacks_fails_naming_it() -> None:
+    # send() without a version takes the negotiated one; none negotiated is an error that
+    # names the request, and nothing goes out.
+    versions = {k: v for k, v in CLIENT_VERSIONS.items() if k != ApiKey.HEARTBEAT}
+    broker = FakeBroker(lambda sock, header, _: reply(sock, header, HeartbeatResponse()),
+                        versions=versions)
+    try:
+        with BrokerConnection("127.0.0.1", broker.port) as conn:
+            error = conn.send(HEARTBEAT).exception(5)
+    finally:
+        broker.close()
+    assert isinstance(error, UnsupportedVersionError)
+    assert "HeartbeatRequest (API key 12)" in str(error)
+    assert [h.api_key for h in broker.received] == [ApiKey.API_VERSIONS]
