@@ -110,6 +110,9 @@ class Consumer:
         # new lock and runs ~15 Python lines on every wakeup of an idle poll.
         self._bell = Bell()
         self._runner: GroupRunner | None = None
+        #: Set by the runner (on its thread) before it rings for an event it queued; a look
+        #: clears it before taking the events, so an idle poll skips asking the runner.
+        self._group_news = False
         self._offsets = OffsetStore(self._cluster, self.config, lambda: self._runner, self.hooks,
                                     wakeup=self._bell.ring)
         self._fetcher = Fetcher(self._cluster, self.config, self._offsets, self.hooks,
@@ -165,7 +168,7 @@ class Consumer:
         machine = GroupMachine(group, protocol)
         self._protocol = protocol
         self._runner = GroupRunner(machine, self._any_broker, self._coordinator_connection,
-                                   self.hooks, wakeup=self._bell.ring, joining=self._joining)
+                                   self.hooks, wakeup=self._on_group_news, joining=self._joining)
         self._runner.start()
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -217,7 +220,8 @@ class Consumer:
         while True:
             # Take any ring from before this look: the look sees whatever rang it.
             bell.wait(0)
-            self._handle_group_events()
+            if self._group_news or self._fatal is not None:
+                self._handle_group_events()
             self._offsets.run_callbacks()
             if auto_commit:
                 self._maybe_auto_commit(deadline)
@@ -266,11 +270,17 @@ class Consumer:
                     self.config.group_id or "", frozenset(partitions),
                     time.perf_counter() - started))
 
+    def _on_group_news(self) -> None:
+        """The runner queued an event (on its thread): the next look takes it."""
+        self._group_news = True
+        self._bell.ring()
+
     def _handle_group_events(self) -> None:
         if self._fatal is not None:
             raise self._fatal
         if self._runner is None:
             return
+        self._group_news = False  # before taking them: one queued meanwhile sets it again
         events = self._runner.events()
         for i, event in enumerate(events):
             try:
@@ -278,6 +288,7 @@ class Consumer:
             except BaseException:
                 # A listener raised: the events after this one wait for the next poll.
                 self._runner.requeue(events[i + 1:])
+                self._group_news = True
                 raise
 
     def _handle(self, event: Any) -> None:

@@ -228,8 +228,6 @@ class Fetcher:
         Wakes the fetcher thread when a partition's buffer drops below the refetch mark or an
         answer is used up (the overall ``fetch_max_bytes`` budget).
         """
-        out: list[ConsumerRecord] = []
-        mark = self.config.max_partition_fetch_bytes
         # The Condition's own acquire/release (its lock's, in C) rather than ``with``, whose
         # Python-level __enter__/__exit__ run on every poll of an idle consumer too.
         cond = self._cond
@@ -240,7 +238,9 @@ class Fetcher:
             if part is None:
                 part = self._next_in_line()
                 if part is None:
-                    return out  # nothing buffered (every poll of an idle consumer)
+                    return []  # nothing buffered (every poll of an idle consumer)
+            out: list[ConsumerRecord] = []
+            mark = self.config.max_partition_fetch_bytes
             refetch = False
             while len(out) < max_records:
                 if part is None or not part.chunks or part.paused \
