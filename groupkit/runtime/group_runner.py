@@ -108,9 +108,10 @@ class GroupRunner:
     _bell: Bell = attrs.field(init=False, factory=Bell)
     _inbox: collections.deque[tuple[_Input, Future[Any] | None]] = attrs.field(
         init=False, factory=collections.deque)
-    #: Inputs that need not wake the runner: taken with the inbox at its next wakeup, which
-    #: comes by ``_later_due`` at the latest.
-    _later: collections.deque[_Input] = attrs.field(init=False, factory=collections.deque)
+    #: Successful Heartbeat answers (token, response, arrival time), which need not wake the
+    #: runner: taken with the inbox at its next wakeup, due by ``_later_due`` at the latest.
+    _later: collections.deque[tuple[int, Response, float]] = attrs.field(
+        init=False, factory=collections.deque)
     _later_due: float = attrs.field(init=False, default=math.inf)
     #: When the waiting runner wakes by itself (-inf while it runs: it looks at all inputs
     #: before it waits again).
@@ -289,8 +290,8 @@ class GroupRunner:
                     self._inbox.clear()
                     polled, self._polled_at = self._polled_at, None
                 now = self.clock()
-                for input_ in later:
-                    input_(now)
+                for token, response, arrived in later:
+                    self._respond(token, response, arrived)
                 for item, future in items:
                     if future is None:
                         item(now)
@@ -396,7 +397,7 @@ class GroupRunner:
         self._sent_at[out.token] = (now, request)
         due = self.machine.heartbeat_due if isinstance(request, HeartbeatRequest) else None
         future = conn.send(request, timeout_ms=out.timeout_ms)
-        future.add_done_callback(lambda f: self._answered(out.token, f, due))
+        future.add_done_callback(partial(self._answered, out.token, due))
 
     def _route(self, destination: Destination, purpose: str) -> BrokerConnection:
         if destination is Destination.ANY_BROKER:
@@ -408,7 +409,7 @@ class GroupRunner:
             conn = self._connections[purpose] = self.connect(self._coordinator, purpose)
         return conn
 
-    def _answered(self, token: int, future: Future[Any], due: float | None) -> None:
+    def _answered(self, token: int, due: float | None, future: Future[Any]) -> None:
         """Runs on a connection's reader thread: hand the outcome to the runner thread.
 
         A successful answer to a Heartbeat only moves the session deadline on and lets the
@@ -431,7 +432,7 @@ class GroupRunner:
         with self._lock:
             if self._stopping:
                 return
-            self._later.append(lambda now: self._respond(token, response, arrived))
+            self._later.append((token, response, arrived))
             self._later_due = min(self._later_due, due)
             if due < self._wake_at:
                 self._bell.ring()
