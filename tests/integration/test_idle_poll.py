@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -19,6 +19,7 @@ from groupkit.runtime.fetcher import Fetcher
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from tests.support.broker_data import make_topic, produce
+from tests.support.threads import run_at_once
 
 
 @pytest.fixture
@@ -78,22 +79,28 @@ def test_an_idle_poll_waits_on_no_condition(
     assert waited == []
 
 
+def _count_looks(monkeypatch: pytest.MonkeyPatch,
+                 on_look: Callable[[int], object] = lambda n: None) -> list[Fetcher]:
+    """Record each look a poll takes (a ``Fetcher.take``); ``on_look(n)`` runs at the n-th."""
+    looks: list[Fetcher] = []
+    take = Fetcher.take
+
+    def counted(fetcher: Fetcher, *args: Any) -> Any:
+        looks.append(fetcher)
+        on_look(len(looks))
+        return take(fetcher, *args)
+
+    monkeypatch.setattr(Fetcher, "take", counted)
+    return looks
+
+
 def test_a_ring_while_the_poll_looks_ends_its_wait_at_once(
         idle_consumer: Consumer, monkeypatch: pytest.MonkeyPatch) -> None:
     # News that arrives after a look found nothing, but before the poll waits, must not wait
     # for the poll's deadline: the ring stays until the poll takes it and looks again. (Were
     # it lost, the wait would run out unwoken and the poll return after one look.)
     consumer = idle_consumer
-    looks: list[Fetcher] = []
-    take = Fetcher.take
-
-    def ringing(fetcher: Fetcher, *args: Any) -> Any:
-        looks.append(fetcher)
-        if len(looks) == 1:
-            consumer._bell.ring()
-        return take(fetcher, *args)
-
-    monkeypatch.setattr(Fetcher, "take", ringing)
+    looks = _count_looks(monkeypatch, lambda n: consumer._bell.ring() if n == 1 else None)
     assert consumer.poll(0.3) == []
     assert looks == [consumer._fetcher] * 2
 
@@ -103,29 +110,10 @@ def test_rings_from_several_threads_wake_one_poll_once(
     # Several wakers before the poll takes the ring: none fails, the poll looks once more,
     # and no ring is left over to end the next poll's wait early.
     consumer = idle_consumer
-    looks: list[int] = []
-    take = Fetcher.take
-
-    def counted(fetcher: Fetcher, *args: Any) -> Any:
-        looks.append(1)
-        return take(fetcher, *args)
-
-    errors: list[BaseException] = []
-
-    def ring() -> None:
-        try:
-            consumer._bell.ring()
-        except BaseException as exc:
-            errors.append(exc)
-
-    ringers = [threading.Thread(target=ring) for _ in range(4)]
-    for ringer in ringers:
-        ringer.start()
-    for ringer in ringers:
-        ringer.join(5)
-    monkeypatch.setattr(Fetcher, "take", counted)
+    assert run_at_once(consumer._bell.ring, threads=4) == []
+    looks = _count_looks(monkeypatch)
     assert consumer.poll(0.2) == []
-    assert errors == [] and len(looks) == 1  # the ring from before the poll was taken
+    assert len(looks) == 1  # the ring from before the poll was taken
     looks.clear()
     assert consumer.poll(0.05) == []
     assert len(looks) == 1
@@ -136,14 +124,7 @@ def test_a_poll_whose_wait_runs_out_unwoken_returns_without_a_second_look(
     # Records, errors, group events and finished commits wake a waiting poll; a wait that runs
     # to the deadline unwoken found nothing, and the poll returns as Java's does at its timer.
     consumer = idle_consumer
-    looks: list[Fetcher] = []
-    take = Fetcher.take
-
-    def counted(fetcher: Fetcher, *args: Any) -> Any:
-        looks.append(fetcher)
-        return take(fetcher, *args)
-
-    monkeypatch.setattr(Fetcher, "take", counted)
+    looks = _count_looks(monkeypatch)
     for _ in range(5):
         assert consumer.poll(0.05) == []
     assert looks == [consumer._fetcher] * 5

@@ -6,6 +6,7 @@ import threading
 import time
 
 from groupkit.runtime.bell import Bell
+from tests.support.threads import run_at_once
 
 
 def test_a_ring_before_the_wait_makes_it_return_at_once() -> None:
@@ -52,23 +53,7 @@ def test_a_ring_from_another_thread_wakes_the_waiter() -> None:
 
 def test_many_threads_ringing_at_once_neither_raise_nor_lose_the_ring() -> None:
     bell = Bell()
-    errors: list[BaseException] = []
-    go = threading.Barrier(8)
-
-    def ringer() -> None:
-        try:
-            go.wait(10)
-            for _ in range(2000):
-                bell.ring()
-        except BaseException as exc:  # noqa: BLE001 - any error fails the test below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=ringer) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    assert errors == []
+    assert run_at_once(bell.ring, threads=8, times=2000) == []
     assert bell.wait(0) is True  # rung, once
     assert bell.wait(0) is False
 
