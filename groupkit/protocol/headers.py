@@ -23,6 +23,9 @@ from groupkit.protocol.schema import Request, Response
 log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
+_CORRELATION_ID = struct.Struct(">i")
+#: Where a request frame's correlation id sits: after the size prefix, API key and version.
+_REQUEST_CORRELATION_AT = _SIZE.size + 2 + 2
 _R = TypeVar("_R", bound=Response)
 
 
@@ -134,10 +137,16 @@ def encode_response_frame(response: Response, version: int, correlation_id: int)
     return _with_size_prefix(w)
 
 
+def set_request_correlation_id(frame: bytearray, correlation_id: int) -> None:
+    """Give a whole request frame (size prefix included) another correlation id, in place:
+    a request sent again unchanged need not be encoded again."""
+    _CORRELATION_ID.pack_into(frame, _REQUEST_CORRELATION_AT, correlation_id)
+
+
 def peek_correlation_id(frame: bytes | bytearray | memoryview) -> int:
     """The correlation id at the start of a response frame (without its size prefix)."""
-    if len(frame) >= 4:
-        return int.from_bytes(frame[:4], "big", signed=True)
+    if len(frame) >= _CORRELATION_ID.size:
+        return int(_CORRELATION_ID.unpack_from(frame)[0])
     return Reader(frame, context="response header").int32()  # raises the CorruptFrame
 
 

@@ -20,7 +20,6 @@ import logging
 import math
 import random
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -49,6 +48,7 @@ from groupkit.protocol.headers import (
     decode_response_frame,
     encode_request_frame,
     peek_correlation_id,
+    set_request_correlation_id,
 )
 from groupkit.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from groupkit.protocol.schema import Request, Response
@@ -71,11 +71,6 @@ _RECV_BYTES = 256 * 1024
 #: Frames up to this size are kept for a repeat of the same request (see ``_send_on``), and
 #: answers up to it for a repeat of the same answer (``_decode_repeat``).
 _REPEAT_FRAME_BYTES = 16 * 1024
-#: A request frame's correlation id: after the size prefix, the API key and the version.
-_CORRELATION_ID = struct.Struct(">i")
-_CORRELATION_AT = 8
-#: A response frame's correlation id: its first four bytes (once the size prefix is off).
-_RESPONSE_CORRELATION_ID = struct.Struct(">i")
 _PRODUCE = int(ApiKey.PRODUCE)
 
 
@@ -428,7 +423,7 @@ class BrokerConnection:
                     and (last[0] is request or last[0] == request):
                 repeat = True
                 frame: bytes | bytearray = last[2]
-                _CORRELATION_ID.pack_into(frame, _CORRELATION_AT, correlation_id)
+                set_request_correlation_id(last[2], correlation_id)
                 if last[0] is not request:
                     self._last_sent = (request, version, last[2])  # compared by identity next
             else:
@@ -490,9 +485,7 @@ class BrokerConnection:
                 f"the connection to {self.address} broke: {exc}; the next send reconnects"))
 
     def _complete(self, link: _Link, frame: Frame) -> None:
-        # Read in place, without a call, unless the frame is too short to hold one.
-        correlation_id = _RESPONSE_CORRELATION_ID.unpack_from(frame)[0] if len(frame) >= 4 \
-            else peek_correlation_id(frame)
+        correlation_id = peek_correlation_id(frame)
         with link.lock:
             head = link.pending[0] if link.pending else None
             if head is None or head.correlation_id != correlation_id:

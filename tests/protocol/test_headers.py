@@ -20,6 +20,7 @@ from groupkit.protocol.headers import (
     peek_correlation_id,
     request_header_version,
     response_header_version,
+    set_request_correlation_id,
 )
 from groupkit.protocol.messages.api_versions import (
     ApiVersion,
@@ -105,6 +106,18 @@ def test_request_frame_round_trip(version: int) -> None:
     header, body = decode_request_frame(unframe(frame))
     assert header == RequestHeader(18, version, 99, "client-1", {})
     assert body == req
+
+
+@pytest.mark.parametrize("version", range(5))
+def test_a_request_frame_given_another_correlation_id_is_that_request_with_it(
+        version: int) -> None:
+    req = ApiVersionsRequest() if version < 3 else ApiVersionsRequest(
+        client_software_name="groupkit", client_software_version="0.1")
+    frame = bytearray(encode_request_frame(req, version, correlation_id=99, client_id="c"))
+    set_request_correlation_id(frame, 2**31 - 1)
+    assert bytes(frame) == encode_request_frame(req, version, 2**31 - 1, "c")
+    header, body = decode_request_frame(unframe(bytes(frame)))
+    assert (header.correlation_id, body) == (2**31 - 1, req)
 
 
 @given(corr=st.integers(-(2**31), 2**31 - 1), client=st.none() | st.text(max_size=30),
