@@ -228,11 +228,9 @@ class Fetcher:
         Wakes the fetcher thread when a partition's buffer drops below the refetch mark or an
         answer is used up (the overall ``fetch_max_bytes`` budget).
         """
-        # The Condition's own acquire/release (its lock's, in C) rather than ``with``, whose
-        # Python-level __enter__/__exit__ run on every poll of an idle consumer too.
-        cond = self._cond
-        cond.acquire()
-        try:
+        # ``_cond``'s lock entered directly (C), not the Condition's Python-level ``with``:
+        # every poll of an idle consumer takes it.
+        with self._lock:
             self._raise_owed()
             part = self._in_line
             if part is None:
@@ -287,8 +285,6 @@ class Fetcher:
                 # Only an answer used up or found undecodable above (each sets refetch) can
                 # leave an error owed that the first look did not raise.
                 self._raise_owed()
-        finally:
-            cond.release()
         return out
 
     def _next_in_line(self) -> FetchedPartition | None:
