@@ -47,6 +47,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.proc import run_seconds
 from bench.table import Row, print_rows
 
 CLIENTS = ("groupkit", "aiokafka", "kafka-python", "confluent-kafka")
@@ -339,17 +340,6 @@ def go(members: list[Member]) -> float:
     for m in members:
         m.send("go")
     return start
-
-
-def run_seconds(pid: int) -> float:
-    """CPU seconds the threads of ``pid`` alive now have run (schedstat, nanoseconds)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            continue  # the thread ended while we looked
-    return total / 1e9
 
 
 def peak_rss_mib() -> float:

@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 
 from bench.group import HEARTBEAT_MS, POLL_S, SESSION_MS, make_topic
+from bench.proc import thread_stats
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,19 +45,6 @@ print(json.dumps({{t.native_id: t.name for t in threading.enumerate()}}), flush=
 while True:
     consumer.poll({POLL_S})
 """
-
-
-def thread_stats(pid: int) -> dict[int, tuple[float, int]]:
-    """Per thread id: CPU seconds and context switches so far."""
-    out = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        cpu_ns = int((task / "schedstat").read_text().split()[0])
-        switches = 0
-        for line in (task / "status").read_text().splitlines():
-            if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
-                switches += int(line.split()[1])
-        out[int(task.name)] = (cpu_ns / 1e9, switches)
-    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,7 +22,8 @@ import sys
 import threading
 import time
 
-from bench.idle import ROOT, thread_stats
+from bench.idle import ROOT
+from bench.proc import thread_stats
 
 _INTERVAL_S = 0.5
 
