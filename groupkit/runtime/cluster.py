@@ -135,9 +135,21 @@ class Cluster:
             if self._closed:
                 raise IllegalStateError("this client is closed; create a new one")
             conn = self._conns.get(key)
-            if conn is not None:
+            if conn is not None and conn.connected:
                 return conn
             broker = self.metadata.broker(node_id) or self._coordinator_brokers.get(node_id)
+            if conn is not None:
+                if broker is None or (broker.host, broker.port) == (conn.host, conn.port):
+                    return conn
+                # The node is down at the address the pool knows and metadata gives another
+                # (a broker that came back elsewhere). Java reconnects to the address metadata
+                # gives now (NetworkClient.initiateConnect; ClusterConnectionStates.connecting
+                # starts afresh when a node's host changed); an established connection is kept
+                # until it breaks, as Java keeps it. The old one is closed, so whoever still
+                # holds it fails and routes again.
+                log.info("node %d moved from %s to %s:%d; connecting there", node_id,
+                         conn.address, broker.host, broker.port)
+                conn.close()
             if broker is None:
                 raise KafkaConnectionError(
                     f"node {node_id} is not in the cluster metadata; refresh metadata and route"

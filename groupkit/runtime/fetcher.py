@@ -71,8 +71,9 @@ class _Sent:
     names: dict[Any, str]
     started: float
     request: FetchRequest
-    #: The pooled connection it went out on: ``cluster.connection(node, FETCH)``, which
-    #: stays the same object until the cluster is closed.
+    #: The pooled connection it went out on: ``cluster.connection(node, FETCH)``. The pool
+    #: replaces it only once it is down and its node moved, and closes it then, so a repeat
+    #: on it is refused and the fetcher thread routes again.
     conn: BrokerConnection
 
 

@@ -6,6 +6,7 @@ import socket
 import time
 import uuid
 
+import attrs
 import pytest
 
 from groupkit.config import ClientConfig
@@ -145,6 +146,41 @@ def test_pool_keeps_one_connection_per_node_and_purpose(cluster) -> None:
     for purpose in (DEFAULT, FETCH):
         assert cluster.call(node, ListGroupsRequest(), purpose).error_code == 0
     assert default.connected and fetch.connected
+
+
+def test_a_node_that_moved_is_reached_at_its_new_address(kafka_broker) -> None:  # noqa: F811
+    """A broker that comes back at another address: once metadata names the new one, the pool
+    connects there instead of retrying the old address forever (Java reconnects to the address
+    metadata gives). The old address is a closed port put in the metadata, as a broker cannot
+    be moved on demand."""
+    cluster = Cluster(ClientConfig(bootstrap_servers=kafka_broker.bootstrap_servers,
+                                   reconnect_backoff_ms=1, reconnect_backoff_max_ms=1))
+    try:
+        real = cluster.bootstrap()
+        node = next(iter(real.brokers))
+        old = BrokerInfo(node, "127.0.0.1", _closed_port())
+        cluster.metadata = attrs.evolve(real, brokers={node: old})
+        stale = cluster.connection(node)
+        with pytest.raises(KafkaConnectionError):
+            cluster.call(node, ListGroupsRequest(), deadline=time.monotonic() + 5)
+        cluster.metadata = real
+        assert cluster.call(node, ListGroupsRequest(), deadline=time.monotonic() + 5).error_code == 0
+        moved = cluster.connection(node)
+        assert moved is not stale and moved.port == kafka_broker.port and moved.connected
+        with pytest.raises(KafkaConnectionError, match="closed by close"):
+            stale.send(ListGroupsRequest()).result(5)
+    finally:
+        cluster.close()
+
+
+def test_an_established_connection_is_kept_when_metadata_names_another_address(
+        cluster) -> None:
+    node = cluster.least_loaded_node()
+    assert cluster.call(node, ListGroupsRequest()).error_code == 0
+    conn = cluster.connection(node)
+    cluster.metadata = attrs.evolve(cluster.metadata, brokers={
+        node: BrokerInfo(node, "127.0.0.1", _closed_port())})
+    assert cluster.connection(node) is conn and conn.connected
 
 
 def test_refresh_learns_new_topics_and_routes_to_leaders(cluster, unique_name) -> None:  # noqa: F811
