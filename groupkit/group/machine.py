@@ -142,7 +142,11 @@ class GroupMachine:
     _heartbeat_due: float = attrs.field(init=False, default=0.0)
     #: The last Heartbeat sent, sent again while the generation and member id stay: requests
     #: are frozen values, and the connection re-sends the same object's frame without encoding.
-    _heartbeat_request: HeartbeatRequest | None = attrs.field(init=False, default=None)
+    #: With it, what ``_inflight`` records for each of its sends (frozen too, of the same
+    #: generation and member id, so one serves them all).
+    _beat: tuple[HeartbeatRequest, _InFlight] | None = attrs.field(init=False, default=None)
+    #: The last ``commit_fence()`` value, handed out again while it is still the member's.
+    _fence: CommitFence | None = attrs.field(init=False, default=None)
     _session_deadline: float | None = attrs.field(init=False, default=None)
     _poll_deadline: float | None = attrs.field(init=False, default=None)
 
@@ -211,18 +215,24 @@ class GroupMachine:
         marks the coordinator unknown without resetting the generation): the commit waits for
         the coordinator within its own deadline and the coordinator fences it if it is stale.
         """
-        rejoining = self._state is S.PREPARING_REBALANCE and bool(self._owned)
-        orphaned = self._state is S.COORDINATOR_UNKNOWN
-        if (self._state not in (S.STABLE, S.REVOKING) and not rejoining and not orphaned) \
-                or self._generation_id < 0:
-            if self._generation_id < 0 and self._state in (S.UNJOINED, S.COORDINATOR_UNKNOWN):
-                why = "it is not a member of the group yet (or any more)"
-            else:
-                why = "the group is rebalancing"
-            raise CommitFailedError(
-                f"cannot commit while the member is {self._state.name}: {why}; commit the"
-                " records of the next assignment instead")
-        return CommitFence(self._generation_id, self._member_id, self.config.group_instance_id)
+        st = self._state
+        if (st is S.STABLE or st is S.REVOKING or st is S.COORDINATOR_UNKNOWN
+                or (st is S.PREPARING_REBALANCE and self._owned)) and self._generation_id >= 0:
+            # The same value until the generation or member id changes: the runner asks after
+            # every step, and an idle member's step should not build one each time.
+            fence = self._fence
+            if fence is None or fence.generation_id != self._generation_id \
+                    or fence.member_id != self._member_id:
+                fence = self._fence = CommitFence(self._generation_id, self._member_id,
+                                                  self.config.group_instance_id)
+            return fence
+        if self._generation_id < 0 and st in (S.UNJOINED, S.COORDINATOR_UNKNOWN):
+            why = "it is not a member of the group yet (or any more)"
+        else:
+            why = "the group is rebalancing"
+        raise CommitFailedError(
+            f"cannot commit while the member is {st.name}: {why}; commit the"
+            " records of the next assignment instead")
 
     # --- inputs --------------------------------------------------------------------------------
 
@@ -249,21 +259,26 @@ class GroupMachine:
         """
         if self._outputs:
             return float("-inf")
+        # The earliest of the timers that run, kept in a local (no list and min(): an idle
+        # member's runner asks after every step).
         st = self._state
-        times: list[float] = []
-        if st in ACTIVE_STATES and self._poll_deadline is not None:
-            times.append(self._poll_deadline)
-        if st in (S.COORDINATOR_UNKNOWN, S.PREPARING_REBALANCE) and self._main is None \
-                and self._retry_at is not None:
-            times.append(self._retry_at)
-        if self._main is not None and self._request_deadline is not None:
-            times.append(self._request_deadline)
+        first = self._poll_deadline if st in ACTIVE_STATES else None
+        at = self._retry_at
+        if at is not None and self._main is None \
+                and (st is S.COORDINATOR_UNKNOWN or st is S.PREPARING_REBALANCE) \
+                and (first is None or at < first):
+            first = at
+        at = self._request_deadline
+        if at is not None and self._main is not None and (first is None or at < first):
+            first = at
         if st in HEARTBEAT_STATES:
-            if self._heartbeat is None:
-                times.append(self._heartbeat_due)
-            if self._session_deadline is not None:
-                times.append(self._session_deadline)
-        return min(times) if times else None
+            at = self._heartbeat_due
+            if self._heartbeat is None and (first is None or at < first):
+                first = at
+            at = self._session_deadline
+            if at is not None and (first is None or at < first):
+                first = at
+        return first
 
     def on_response(self, token: int, response: Response, now: float) -> None:
         """A response arrived for ``token``; answers to abandoned requests are ignored."""
@@ -673,23 +688,27 @@ class GroupMachine:
 
     def _drive(self, now: float) -> None:
         """Send whatever the current state is waiting to send."""
+        # The heartbeat states first: the member spends its life there, and neither other
+        # branch leads into one (FindCoordinator and JoinGroup leave the state outside them).
         st = self._state
-        due = self._retry_at is None or now >= self._retry_at
-        if st is S.COORDINATOR_UNKNOWN and self._main is None and due:
-            self._retry_at = None
-            self._main = self._send(RequestKind.FIND, requests.find_coordinator(self.config),
-                                    None, Destination.ANY_BROKER)
-        elif st is S.PREPARING_REBALANCE and self._main is None and due:
+        if st in HEARTBEAT_STATES:
+            if self._heartbeat is None and now >= self._heartbeat_due:
+                beat = self._beat
+                if beat is None or beat[1].generation_id != self._generation_id \
+                        or beat[1].member_id != self._member_id:
+                    beat = self._beat = (
+                        requests.heartbeat(self.config, self._generation_id, self._member_id),
+                        _InFlight(RequestKind.HEARTBEAT, self._generation_id, self._member_id))
+                self._heartbeat = self._send_recorded(beat[1], beat[0])
+                self._heartbeat_due = now + self.config.heartbeat_interval_ms / 1000
+        elif st is S.COORDINATOR_UNKNOWN:
+            if self._main is None and (self._retry_at is None or now >= self._retry_at):
+                self._retry_at = None
+                self._main = self._send(RequestKind.FIND, requests.find_coordinator(self.config),
+                                        None, Destination.ANY_BROKER)
+        elif st is S.PREPARING_REBALANCE and self._main is None \
+                and (self._retry_at is None or now >= self._retry_at):
             self._send_join(now, self._rejoin_reason)
-        if self._state in HEARTBEAT_STATES and self._heartbeat is None \
-                and now >= self._heartbeat_due:
-            request = self._heartbeat_request
-            if request is None or request.generation_id != self._generation_id \
-                    or request.member_id != self._member_id:
-                request = self._heartbeat_request = requests.heartbeat(
-                    self.config, self._generation_id, self._member_id)
-            self._heartbeat = self._send(RequestKind.HEARTBEAT, request)
-            self._heartbeat_due = now + self.config.heartbeat_interval_ms / 1000
 
     def _poll_expired(self, now: float) -> None:
         reason = (f"the application did not poll within max_poll_interval_ms"
@@ -725,9 +744,14 @@ class GroupMachine:
 
     def _send(self, kind: RequestKind, request: Request, timeout_ms: int | None = None,
               destination: Destination = Destination.COORDINATOR, closing: bool = False) -> int:
+        return self._send_recorded(_InFlight(kind, self._generation_id, self._member_id, closing),
+                                   request, timeout_ms, destination)
+
+    def _send_recorded(self, inflight: _InFlight, request: Request, timeout_ms: int | None = None,
+                       destination: Destination = Destination.COORDINATOR) -> int:
         token = self._next_token
-        self._next_token += 1
-        self._inflight[token] = _InFlight(kind, self._generation_id, self._member_id, closing)
+        self._next_token = token + 1
+        self._inflight[token] = inflight
         self._outputs.append(Send(token, request, destination, timeout_ms))
         return token
 

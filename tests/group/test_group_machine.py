@@ -523,3 +523,49 @@ def test_units_kept_through_a_join_that_switches_the_group_to_eager_are_lost_not
     assert lost.units == {"u0"} and "eager 'range'" in lost.reason
     assert (assigned.added, assigned.revoked) == ({"u2"}, frozenset())
     assert d.machine.owned == {"u1", "u2"}
+
+
+def test_the_commit_fence_follows_the_member_id_and_generation_it_names() -> None:
+    # commit_fence() hands out the same value while it stays the member's; a new member id
+    # with the same generation number (a restarted group) must still give a new fence.
+    d = Driver.make()
+    d.stable()
+    first = d.machine.commit_fence()
+    assert (first.generation_id, first.member_id) == (1, "m-1")
+    assert d.machine.commit_fence() == first
+    d.beat(25)  # UNKNOWN_MEMBER_ID: the member id is forgotten and the member rejoins
+    d.joined(generation=1, member_id="m-9")
+    d.synced()
+    fence = d.machine.commit_fence()
+    assert (fence.generation_id, fence.member_id) == (1, "m-9")
+    d.beat(27)  # REBALANCE_IN_PROGRESS: an eager member revokes, then rejoins
+    d.machine.revocation_done(d.now)
+    d.poll()
+    d.joined(generation=2, member_id="m-9")
+    d.synced()
+    fence = d.machine.commit_fence()
+    assert (fence.generation_id, fence.member_id) == (2, "m-9")
+
+
+def test_heartbeats_of_a_new_generation_are_matched_to_it() -> None:
+    # Each Heartbeat's record of the generation it was sent in is kept between beats; after a
+    # rejoin the answers of the new generation's heartbeats must still be acted on, and an
+    # answer to a heartbeat of the old generation ignored.
+    d = Driver.make()
+    d.stable()
+    d.beat()
+    old = d.heartbeat_in_flight()
+    assert old.request.generation_id == 1
+    d.machine.request_rejoin(d.now, "test")
+    d.machine.revocation_done(d.now)
+    d.poll()
+    d.joined(generation=2)
+    d.synced()
+    d.machine.on_response(old.token, HeartbeatResponse(error_code=27), d.now)
+    del d.pending[old.token]
+    assert d.poll() == [] and d.machine.state is S.STABLE, "an old generation's answer is ignored"
+    d.beat()
+    beat = d.heartbeat_in_flight()
+    assert beat.request.generation_id == 2
+    d.answer(HeartbeatRequest, HeartbeatResponse(error_code=27))
+    assert d.machine.state is S.REVOKING, "the new generation's answer is acted on"
