@@ -9,7 +9,10 @@ thread, read from /proc (Linux): CPU seconds (schedstat, nanoseconds) and contex
 per second; a thread blocked on a lock or a socket switches once per wakeup, so the second
 figure counts its wakeups.
 
-    .venv/bin/python -m bench.idle [--seconds 60] [TREE ...]      (default: this checkout)
+With ``--worker`` each member is instead a ``GroupConsumer`` (what ``groupkit run`` runs), same
+settings, its loop choosing its own poll timeout.
+
+    .venv/bin/python -m bench.idle [--seconds 60] [--worker] [TREE ...]   (default: this checkout)
 """
 
 from __future__ import annotations
@@ -46,11 +49,34 @@ while True:
     consumer.poll({POLL_S})
 """
 
+# The same member as a GroupConsumer: it reports its threads' names 3 s after it is assigned.
+_WORKER = f"""
+import json, sys, threading
+from groupkit.group_consumer import GroupConsumer
+
+def tell():
+    print(json.dumps({{t.native_id: t.name for t in threading.enumerate()}}), flush=True)
+
+class Idle(GroupConsumer):
+    def process(self, record):
+        pass
+
+    def on_assigned(self, partitions):
+        if partitions:
+            threading.Timer(3.0, tell).start()
+
+Idle(bootstrap_servers=sys.argv[1], group_id=sys.argv[2], topics=[sys.argv[2]],
+     auto_offset_reset="earliest", session_timeout_ms={SESSION_MS},
+     heartbeat_interval_ms={HEARTBEAT_MS}, assignors=["range"]).run()
+"""
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trees", nargs="*", default=[str(ROOT)])
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--worker", action="store_true",
+                        help="members are GroupConsumers (groupkit run), not a poll loop")
     args = parser.parse_args(argv)
     from groupkit.testing import LocalBroker
 
@@ -60,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             topic = f"idle-{uuid.uuid4().hex[:6]}"
             make_topic(broker.bootstrap_servers, topic, 1)
             members.append(subprocess.Popen(
-                [sys.executable, "-c", _MEMBER, broker.bootstrap_servers, topic],
+                [sys.executable, "-c", _WORKER if args.worker else _MEMBER,
+                 broker.bootstrap_servers, topic],
                 stdout=subprocess.PIPE, text=True, cwd="/",
                 env={**os.environ, "PYTHONPATH": str(Path(tree).resolve())}))
         try:
@@ -73,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             wall = time.monotonic() - started
             print(f"bench/idle.py: {wall:.0f} s window, load average {load:.2f} at the start,"
                   f" {os.getloadavg()[0]:.2f} at the end; heartbeat {HEARTBEAT_MS} ms,"
-                  f" poll({POLL_S})")
+                  f" {'GroupConsumer' if args.worker else f'poll({POLL_S})'}")
             for tree, member, named, was, now in zip(args.trees, members, names, before, after,
                                                         strict=True):
                 total = sum(now[t][0] - was.get(t, (0.0, 0))[0] for t in now)

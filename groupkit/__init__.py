@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         NoOffsetForPartitionError as NoOffsetForPartitionError,
         OffsetCommitError as OffsetCommitError,
         RequestTimeoutError as RequestTimeoutError,
+        WakeupError as WakeupError,
     )
     from groupkit.group_consumer import (
         GroupConsumer as GroupConsumer,
@@ -91,7 +92,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ApiKey", "AuthenticationError", "BrokerError", "CommitFailedError", "ConfigError",
         "CorruptFrame", "CorruptRecordError", "ErrorCode", "GroupkitError", "IllegalStateError",
         "KafkaConnectionError", "NegotiationError", "NoBrokersAvailable",
-        "NoOffsetForPartitionError", "OffsetCommitError", "RequestTimeoutError",
+        "NoOffsetForPartitionError", "OffsetCommitError", "RequestTimeoutError", "WakeupError",
     ),
     "groupkit.group_consumer": ("GroupConsumer", "RunSummary"),
     "groupkit.hooks": (

@@ -24,6 +24,7 @@ from groupkit.errors import (
     GroupkitError,
     IllegalStateError,
     RequestTimeoutError,
+    WakeupError,
 )
 from groupkit.group import (
     Assigned,
@@ -113,6 +114,9 @@ class Consumer:
         #: Set by the runner (on its thread) before it rings for an event it queued; a look
         #: clears it before taking the events, so an idle poll skips asking the runner.
         self._group_news = False
+        #: Set by ``wakeup()`` (any thread or a signal handler); the next look of a poll clears
+        #: it and raises WakeupError.
+        self._woken = False
         self._offsets = OffsetStore(self._cluster, self.config, lambda: self._runner, self.hooks,
                                     wakeup=self._bell.ring)
         self._fetcher = Fetcher(self._cluster, self.config, self._offsets, self.hooks,
@@ -220,6 +224,10 @@ class Consumer:
         while True:
             # Take any ring from before this look: the look sees whatever rang it.
             bell.wait(0)
+            if self._woken:
+                self._woken = False
+                raise WakeupError("poll() was ended by wakeup(); the records it would have"
+                                  " returned stay buffered for the next poll")
             if self._group_news or self._fatal is not None:
                 self._handle_group_events()
             self._offsets.run_callbacks()
@@ -247,6 +255,16 @@ class Consumer:
         if self.hooks:
             self._polled(0)
         return []
+
+    def wakeup(self) -> None:
+        """End the ``poll`` that is waiting with ``WakeupError``, or the next one if none is;
+        safe from any thread or a signal handler.
+
+        As Java's ``KafkaConsumer.wakeup()`` does for ``poll``; only ``poll`` raises it here
+        (commits and lookups keep their own timeouts), so a stop never fails a commit.
+        """
+        self._woken = True
+        self._bell.ring()
 
     def _polled(self, count: int) -> None:
         """One Polled event per poll (never one per record); the partitions' progress (counts,

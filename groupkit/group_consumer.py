@@ -28,6 +28,7 @@ from groupkit.errors import (
     GroupkitError,
     IllegalStateError,
     NoBrokersAvailable,
+    WakeupError,
 )
 from groupkit.hooks import Hook, Processed, emit
 
@@ -38,8 +39,11 @@ log = logging.getLogger(__name__)
 ERROR_POLICIES = ("stop", "skip")
 _OWN_SETTINGS = ("topics", "on_error", "hooks", "metrics_port", "stop_grace_ms")
 _CONSUMER_SETTINGS = tuple(a.name for a in attrs.fields(ConsumerConfig))
-# How long one poll may block: the bound on how late the loop notices stop().
-_POLL_TIMEOUT_S = 0.2
+# The longest one poll of the loop may wait (Spring Kafka's default pollTimeout): an idle worker
+# wakes once in this, not five times a second. stop() does not wait for it: it wakes the poll,
+# from a signal handler too. (CPython runs a handler between bytecodes: a signal landing in
+# the instant between the poll's last bytecode and its wait is handled when that wait ends.)
+_MAX_POLL_WAIT_S = 5.0
 
 
 @attrs.frozen
@@ -125,6 +129,8 @@ class GroupConsumer:
         #: The worker's PrometheusMetrics when metrics_port is set (its registry is served).
         self.metrics: Any = None
         self._health: Any = None
+        #: The Consumer while run() runs: stop() wakes its poll.
+        self._consumer: Consumer | None = None
         if self._metrics_port is not None:
             self._hooks.extend(self._metrics_hooks())
 
@@ -187,6 +193,9 @@ class GroupConsumer:
         if self._stop_deadline is None:
             self._stop_deadline = time.monotonic() + self._grace
         self._stop_requested = True
+        consumer = self._consumer
+        if consumer is not None:
+            consumer.wakeup()
 
     def _grace_left(self) -> float:
         """Seconds left to commit and leave: what remains of the grace once stopping began
@@ -205,6 +214,7 @@ class GroupConsumer:
         try:
             with self._signals_call_stop():
                 consumer = Consumer(hooks=self._hooks, **self._settings)
+                self._consumer = consumer
                 try:
                     consumer.subscribe(list(self._topics), listener=_Listener(
                         assigned=self._partitions_assigned,
@@ -224,8 +234,13 @@ class GroupConsumer:
     def _loop(self, consumer: Consumer) -> None:
         started = time.monotonic()
         self._next_commit = started + self._commit_interval
+        # run() sets _consumer before this first look and stop() sets the flag before it reads
+        # _consumer: a stop() that found no consumer to wake is seen here.
         while not self._stop_requested:
-            records = consumer.poll(_POLL_TIMEOUT_S)
+            try:
+                records = consumer.poll(self._poll_wait(started))
+            except WakeupError:
+                continue  # stop() woke it: the loop's condition ends the loop
             if records:
                 self._handle(consumer, records)
             self._commit_if_due(consumer)
@@ -237,6 +252,18 @@ class GroupConsumer:
                     + "; ".join(f"{a}: {why}" for a, why in sorted(unreachable.items()))
                     + "); check bootstrap_servers, that the brokers run and that this host can"
                     " reach them")
+
+    def _poll_wait(self, started: float) -> float:
+        """How long the next poll may wait for records: until the next commit is due, at most
+        ``_MAX_POLL_WAIT_S`` and half of max_poll_interval_ms (so /healthz and the pool, which
+        watch the polls, keep seeing them), and, while no broker has answered, until
+        default_api_timeout_ms from the start (when the loop gives up)."""
+        now = time.monotonic()
+        wait = min(self._next_commit - now, _MAX_POLL_WAIT_S,
+                   self.config.max_poll_interval_ms / 2000)
+        if not self._brokers_answered:
+            wait = min(wait, started + self.config.default_api_timeout_ms / 1000 - now)
+        return max(0.0, wait)
 
     def _reached_brokers(self, consumer: Consumer, started: float) -> bool:
         """False once default_api_timeout_ms passed from the start without any broker

@@ -15,7 +15,7 @@ import pytest
 
 import groupkit.group_consumer as module
 from assignors import TopicPartition
-from groupkit.errors import ConfigError, IllegalStateError
+from groupkit.errors import ConfigError, IllegalStateError, WakeupError
 from groupkit.group_consumer import GroupConsumer
 
 TP0 = TopicPartition("t", 0)
@@ -32,7 +32,8 @@ def rec(tp: TopicPartition, offset: int) -> SimpleNamespace:
 class ScriptedConsumer:
     """Plays a list of steps, one per poll: records, a rebalance callback, or a callable.
 
-    Like the real Consumer, close() revokes every partition still held.
+    Like the real Consumer, close() revokes every partition still held, and wakeup() makes the
+    next poll raise WakeupError instead of playing a step.
     """
 
     script: list[Any] = []
@@ -44,17 +45,27 @@ class ScriptedConsumer:
         self.log: list[tuple[str, Any]] = []
         self.closed = False
         self.held: set[TopicPartition] = set()
+        self.timeouts: list[float] = []
+        self.woken = False
+        self.answered = True
         # On the base class, so that a test's subclass of it is found by on_revoked/commits().
         ScriptedConsumer.last = self
 
     def brokers_answered(self) -> bool:
-        return True
+        return self.answered
+
+    def wakeup(self) -> None:
+        self.woken = True
 
     def subscribe(self, topics: list[str], listener: Any) -> None:
         self.topics = topics
         self.listener = listener
 
     def poll(self, timeout: float) -> list[Any]:
+        self.timeouts.append(timeout)
+        if self.woken:
+            self.woken = False
+            raise WakeupError("woken")
         if not self.steps:
             raise AssertionError("the script ran out before the worker stopped")
         step = self.steps.pop(0)
@@ -374,3 +385,73 @@ def test_an_idle_interval_sends_the_positions_again(play) -> None:
 def test_an_unknown_assignor_is_refused_at_construction() -> None:
     with pytest.raises(ConfigError, match="did you mean 'cooperative-sticky'"):
         Recorder(assignors=["cooperative-stiky"])
+
+
+# --- how long a poll waits -----------------------------------------------------------------------
+
+
+def test_stop_wakes_the_consumers_poll_and_the_loop_polls_no_more(play) -> None:
+    worker = Recorder()
+    play(BOTH, [rec(TP0, 0)], worker.stop, [rec(TP0, 1)])
+    worker.run()
+    assert ScriptedConsumer.last is not None
+    assert ScriptedConsumer.last.woken, "stop() did not wake the consumer's poll"
+    assert ScriptedConsumer.last.steps == [[rec(TP0, 1)]], "the loop polled on after stop()"
+    assert worker.summary.records_processed == 1
+
+
+def test_a_poll_ended_by_wakeup_is_not_an_error_of_the_worker(play) -> None:
+    worker = Recorder()
+    consumer = play(BOTH, [rec(TP0, 0)], [])
+
+    class WokenEarly(consumer):  # type: ignore[misc, valid-type]
+        def poll(self, timeout: float) -> list[Any]:
+            if not self.steps:
+                worker.stop()  # as from another thread while this poll waits: it wakes it
+            return super().poll(timeout)
+
+    module.Consumer = WokenEarly  # type: ignore[misc]  # monkeypatch restores it
+    summary = worker.run()
+    assert summary.records_processed == 1
+    assert commits() == [{TP0: 1}]
+
+
+def test_an_idle_poll_waits_up_to_five_seconds_when_no_commit_is_due(play) -> None:
+    worker = Recorder()  # commits every hour
+    play(BOTH, [], worker.stop)
+    worker.run()
+    assert ScriptedConsumer.last is not None
+    waits = ScriptedConsumer.last.timeouts
+    assert all(4.9 < w <= 5.0 for w in waits[:3]), waits
+
+
+def test_a_poll_waits_no_longer_than_until_the_next_commit(play) -> None:
+    worker = Recorder(auto_commit_interval_ms=1000)
+    play(BOTH, [rec(TP0, 0)], worker.stop)
+    worker.run()
+    assert ScriptedConsumer.last is not None
+    assert all(0 <= w <= 1.0 for w in ScriptedConsumer.last.timeouts[:3])
+
+
+def test_a_poll_waits_at_most_half_the_max_poll_interval(play) -> None:
+    # /healthz and the pool call a member unhealthy when it has not polled for the interval.
+    worker = Recorder(max_poll_interval_ms=3000)
+    play(BOTH, worker.stop)
+    worker.run()
+    assert ScriptedConsumer.last is not None
+    assert all(1.4 < w <= 1.5 for w in ScriptedConsumer.last.timeouts[:2])
+
+
+def test_while_no_broker_answered_a_poll_ends_by_the_give_up_time(play) -> None:
+    worker = Recorder(default_api_timeout_ms=2000, request_timeout_ms=1000)
+
+    class Unanswered(ScriptedConsumer):
+        def __init__(self, **settings: Any) -> None:
+            super().__init__(**settings)
+            self.answered = False
+
+    play(BOTH, worker.stop)
+    module.Consumer = Unanswered  # type: ignore[misc]  # monkeypatch restores it
+    worker.run()
+    assert ScriptedConsumer.last is not None
+    assert all(0 <= w <= 2.0 for w in ScriptedConsumer.last.timeouts[:2])

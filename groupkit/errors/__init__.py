@@ -99,6 +99,11 @@ class OffsetCommitError(GroupkitError):
         self.committed = frozenset(committed or ())
 
 
+class WakeupError(GroupkitError):
+    """``Consumer.wakeup()`` ended a ``poll`` (or the next one, if none was waiting): the call
+    that wants the consumer's thread back, usually a stop, was made on purpose."""
+
+
 class InvalidAssignmentError(GroupkitError):
     """The leader's assignor gave a member no assignment, empty bytes, or named a stranger;
     fix the assignor so every member gets a real assignment."""
@@ -604,6 +609,7 @@ __all__ = [
     "NoBrokersAvailable",
     "RequestTimeoutError",
     "UnknownBrokerError",
+    "WakeupError",
     "check_error",
     "error_for_code",
     *sorted(cls.__name__ for cls in BROKER_ERRORS.values()),

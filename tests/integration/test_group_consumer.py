@@ -4,13 +4,16 @@ another thread, and SIGTERM to a worker process (it commits and leaves)."""
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from typing import Any
 
 import pytest
 
+import groupkit.group_consumer as group_consumer_module
 from groupkit.consumer import ConsumerRecord
 from groupkit.group_consumer import GroupConsumer
+from groupkit.runtime.bell import Bell
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from tests.support.broker_data import committed, create_topic, produce
@@ -69,6 +72,33 @@ def test_process_batch_gets_every_record_and_stop_from_another_thread_commits(
     assert committed(bootstrap, group, topic, 3) == {0: 200, 1: 200, 2: 200}
     assert summary.commits >= 1
     assert stopped_in < 10.0
+
+
+def test_stop_wakes_a_long_idle_poll_and_run_commits_and_returns(
+        kafka_broker: LocalBroker, unique_name, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    # Polls that could wait 120 s: a run() that returns within WAIT (45 s) after stop() was
+    # ended by stop() waking the poll, not by the poll's timeout.
+    monkeypatch.setattr(group_consumer_module, "_MAX_POLL_WAIT_S", 120.0)
+    bootstrap, topic, group = kafka_broker.bootstrap_servers, unique_name("t"), unique_name("g")
+    create_topic(bootstrap, topic, 1)
+    produce(bootstrap, topic, range(5), 1)
+    board = Board()
+    long_wait = threading.Event()
+    wait = Bell.wait
+
+    def spy(bell: Bell, timeout: float | None = None) -> bool:
+        if timeout is not None and timeout > 60:  # only the worker's polls wait that long
+            long_wait.set()
+        return wait(bell, timeout)
+
+    monkeypatch.setattr(Bell, "wait", spy)
+    running = InThread(Tally("idle", board, bootstrap_servers=bootstrap, group_id=group,
+                             topics=[topic], auto_commit_interval_ms=600_000))
+    board.wait(lambda: board.count("idle") >= 5, WAIT, "the five records")
+    assert long_wait.wait(WAIT), "the worker never went into a long poll"
+    summary = running.stop(WAIT)
+    assert summary.records_processed == 5
+    assert committed(bootstrap, group, topic, 1) == {0: 5}
 
 
 def test_stop_policy_commits_before_the_failure_and_reraises_from_run(

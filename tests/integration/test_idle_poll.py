@@ -6,6 +6,8 @@ consumer's bell (records, errors, group events, finished commits) still ends the
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +17,8 @@ import pytest
 
 from assignors import TopicPartition
 from groupkit.consumer import Consumer
+from groupkit.errors import WakeupError
+from groupkit.runtime.bell import Bell
 from groupkit.runtime.fetcher import Fetcher
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
@@ -153,3 +157,88 @@ def test_an_async_commits_callback_runs_in_the_poll_that_waits_as_it_finishes(
         assert ran[0][0] < returned - 2.0
     finally:
         consumer.close(5)
+
+
+# --- wakeup() ----------------------------------------------------------------------------------
+
+
+def _when_polls_wait(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set as the application's thread goes to wait in a poll (the look found nothing)."""
+    waiting = threading.Event()
+    wait = Bell.wait
+
+    def spy(bell: Bell, timeout: float | None = None) -> bool:
+        if timeout and threading.current_thread() is threading.main_thread():
+            waiting.set()
+        return wait(bell, timeout)
+
+    monkeypatch.setattr(Bell, "wait", spy)
+    return waiting
+
+
+def test_wakeup_from_another_thread_ends_a_waiting_poll(
+        idle_consumer: Consumer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Java's KafkaConsumer.wakeup(): the blocked poll throws WakeupException. Were the wakeup
+    # lost, this poll would return [] after 20 s and the test fail.
+    waiting = _when_polls_wait(monkeypatch)
+    waker = threading.Thread(target=lambda: waiting.wait(20) and idle_consumer.wakeup())
+    waker.start()
+    try:
+        with pytest.raises(WakeupError, match="wakeup"):
+            idle_consumer.poll(20)
+    finally:
+        waker.join(20)
+    assert waiting.is_set()
+
+
+def test_wakeup_from_a_signal_handler_ends_a_waiting_poll(
+        idle_consumer: Consumer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # How a worker stops on SIGTERM: its handler runs on the thread that is waiting in poll.
+    # The signal is sent once the thread sleeps: CPython runs a handler between bytecodes, so
+    # a signal in the instant after the poll's last bytecode and before its wait blocks is
+    # handled when that wait ends (the sender, woken by the spy, is scheduled just then).
+    waiting = _when_polls_wait(monkeypatch)
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: idle_consumer.wakeup())
+    stat = f"/proc/self/task/{threading.main_thread().native_id}/stat"
+
+    def send() -> None:
+        assert waiting.wait(20)
+        for _ in range(2000):
+            with open(stat) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "S":
+                    break
+            time.sleep(0.001)
+        os.kill(os.getpid(), signal.SIGUSR1)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        with pytest.raises(WakeupError):
+            idle_consumer.poll(20)
+    finally:
+        sender.join(20)
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def test_a_wakeup_with_no_poll_waiting_ends_the_next_poll_only(idle_consumer: Consumer) -> None:
+    idle_consumer.wakeup()
+    with pytest.raises(WakeupError):
+        idle_consumer.poll(20)
+    # Used up: the poll after it waits out its timeout as usual.
+    assert idle_consumer.poll(0.05) == []
+
+
+def test_records_that_come_as_a_poll_is_woken_come_with_the_next_poll(
+        idle_consumer: Consumer) -> None:
+    (tp,) = idle_consumer.assignment()
+    host, port = idle_consumer.config.bootstrap_servers[0]
+    produce(f"{host}:{port}", tp.topic, [2])
+    idle_consumer.wakeup()
+    with pytest.raises(WakeupError):
+        idle_consumer.poll(20)
+    got: list[int] = []
+    for _ in range(100):
+        got += [r.offset for r in idle_consumer.poll(0.1)]
+        if got:
+            break
+    assert got == [1]
