@@ -131,6 +131,8 @@ class Consumer:
         self._view_lock = threading.Lock()
         self._view: Future[ClusterMetadata] | None = None
         self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000
+        #: The longest a poll waits before it notes itself as a poll again (see ``poll``).
+        self._keepalive_s = self.config.max_poll_interval_ms / 2000
         self._next_progress = 0.0
 
     # --- membership ----------------------------------------------------------------------------
@@ -242,16 +244,22 @@ class Consumer:
             if now >= deadline:
                 break
             wait = deadline - now
-            until_commit = False
+            short = False  # the wait ends before the deadline, for the look after it
             if auto_commit:
                 commit_in = max(0.0, self._next_auto_commit - now)
                 if commit_in < wait:
-                    wait, until_commit = commit_in, True
-            if not bell.wait(wait) and not until_commit:
+                    wait, short = commit_in, True
+            if wait > self._keepalive_s and self._runner is not None:
+                # A poll longer than max_poll_interval_ms is still polling: Java's poll calls
+                # coordinator.poll (which restarts the poll timer) every time its wait ends.
+                wait, short = self._keepalive_s, True
+            if not bell.wait(wait) and not short:
                 # The wait ran out at the poll's deadline and nothing woke it: records, errors,
                 # group events and finished commits all wake it, so another look would find
                 # nothing. Java's poll likewise returns when its timer expires.
                 break
+            if short and self._runner is not None:
+                self._runner.application_polled()
         if self.hooks:
             self._polled(0)
         return []

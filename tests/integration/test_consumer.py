@@ -232,6 +232,31 @@ def test_max_poll_interval_expiry_leaves_and_rejoins(kafka_broker: LocalBroker, 
         steady.close(10)
 
 
+def test_one_poll_longer_than_the_poll_interval_keeps_the_member(
+        kafka_broker: LocalBroker, unique_name) -> None:  # noqa: F811
+    # Java's poll restarts the poll timer each time its wait ends (coordinator.poll in the
+    # loop), so a poll(Duration) longer than max.poll.interval.ms does not expire the member.
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = unique_name("long-poll"), unique_name("g")
+    make_topic(bootstrap, topic, 2, 0)
+    events: list[Any] = []
+    consumer = group_consumer(bootstrap, group, max_poll_interval_ms=3000, hooks=[events.append])
+    listener = Recorder()
+    try:
+        consumer.subscribe([topic], listener=listener)
+        wait_for(lambda: consumer.assignment(), 40, "the assignment",
+                 lambda: consumer.poll(0.1))
+        member, held = consumer.member_id, consumer.assignment()
+        calls, before = len(listener.calls), len(events)
+        assert consumer.poll(7.0) == []  # more than twice max_poll_interval_ms
+        assert consumer.member_id == member
+        assert consumer.assignment() == held
+        assert listener.calls[calls:] == []
+        assert not any(isinstance(e, RebalanceStarted) for e in events[before:])
+    finally:
+        consumer.close(10)
+
+
 def test_seek_pause_resume_with_manual_assignment(kafka_broker: LocalBroker,  # noqa: F811
                                                   unique_name) -> None:  # noqa: F811
     bootstrap = kafka_broker.bootstrap_servers
