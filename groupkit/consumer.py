@@ -8,13 +8,14 @@ the fetcher's (prefetching). The application never waits on a lock they hold acr
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from types import TracebackType
-from typing import Any, cast
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from assignors import ClusterView, RebalanceProtocol, TopicPartition
 from groupkit.config import ConsumerConfig
@@ -63,6 +64,39 @@ log = logging.getLogger(__name__)
 _GROUP_PURPOSE = "group"
 #: How often a poll's hook event carries the partitions' progress (see ``_polled``).
 _PROGRESS_S = 0.1
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _one_thread(method: Callable[Concatenate[Consumer, _P], _R]
+                ) -> Callable[Concatenate[Consumer, _P], _R]:
+    """Java's ``KafkaConsumer.acquire()``/``release()`` around a public method: a call while
+    another thread is inside one raises IllegalStateError (Java's
+    ConcurrentModificationException) instead of racing it; the thread inside may call in again
+    (a listener's commit). Only ``wakeup()`` and the read-only accessors skip it."""
+    get_ident = threading.get_ident
+
+    @functools.wraps(method)
+    def guarded(self: Consumer, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        me = get_ident()
+        if self._user == me:
+            return method(self, *args, **kwargs)
+        if not self._user_lock.acquire(False):
+            raise IllegalStateError(
+                f"Consumer.{method.__name__}() was called while another thread is inside this"
+                " consumer: it is not safe for use from several threads at once; use one"
+                " Consumer per thread, and call wakeup() (safe from any thread) to end another"
+                " thread's poll")
+        self._user = me
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._user = None
+            self._user_lock.release()
+
+    return guarded
+
+
 _CALLBACK_EVENTS: dict[str, type[PartitionsAssigned | PartitionsRevoked | PartitionsLost]] = {
     "on_partitions_assigned": PartitionsAssigned,
     "on_partitions_revoked": PartitionsRevoked,
@@ -129,6 +163,10 @@ class Consumer:
         self._closed = False
         self._fatal: GroupkitError | None = None
         self._view_lock = threading.Lock()
+        #: Held, with ``_user`` the holder's thread id, while a thread is inside a public
+        #: method (see ``_one_thread``).
+        self._user_lock = threading.Lock()
+        self._user: int | None = None
         self._view: Future[ClusterMetadata] | None = None
         self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000
         #: The longest a poll waits before it notes itself as a poll again (see ``poll``).
@@ -137,6 +175,7 @@ class Consumer:
 
     # --- membership ----------------------------------------------------------------------------
 
+    @_one_thread
     def subscribe(self, topics: Iterable[str], listener: Any = None) -> None:
         """Join ``group_id`` and consume ``topics``; ``listener`` hears about rebalances."""
         self._check_open()
@@ -177,6 +216,7 @@ class Consumer:
                                    self.hooks, wakeup=self._on_group_news, joining=self._joining)
         self._runner.start()
 
+    @_one_thread
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Consume exactly ``partitions``, with no group membership (commits still need a
         group_id)."""
@@ -211,6 +251,7 @@ class Consumer:
 
     # --- polling -------------------------------------------------------------------------------
 
+    @_one_thread
     def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
         """Records ready within ``timeout`` seconds (possibly none); runs listener callbacks."""
         self._check_open()
@@ -404,6 +445,7 @@ class Consumer:
 
     # --- offsets -------------------------------------------------------------------------------
 
+    @_one_thread
     def commit(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                timeout: float | None = None) -> None:
         """Commit ``offsets`` (next offset to read, per partition, or an OffsetAndMetadata to
@@ -413,6 +455,7 @@ class Consumer:
         chosen = self._commit_offsets(offsets)
         self._offsets.commit(chosen, self._timeout(timeout))
 
+    @_one_thread
     def commit_async(self,
                      offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None = None,
                      callback: CommitCallback | None = None) -> None:
@@ -428,6 +471,7 @@ class Consumer:
         positions = self._fetcher.positions()
         return {tp: o for tp, o in positions.items() if tp in self._assigned}
 
+    @_one_thread
     def committed(self, partitions: Iterable[TopicPartition],
                   timeout: float | None = None) -> dict[TopicPartition, int | None]:
         """The group's committed offset of each partition (None where it has none)."""
@@ -435,6 +479,7 @@ class Consumer:
         return self._offsets.committed([TopicPartition(*tp) for tp in partitions],
                                        self._timeout(timeout))
 
+    @_one_thread
     def position(self, tp: TopicPartition, timeout: float | None = None) -> int:
         """The offset of the next record poll() returns for ``tp`` (looked up if needed)."""
         self._check_open()
@@ -445,6 +490,7 @@ class Consumer:
                 " pass a longer timeout")
         return found
 
+    @_one_thread
     def seek(self, tp: TopicPartition, offset: int) -> None:
         """Read ``tp`` from ``offset`` on the next poll."""
         self._check_open()
@@ -452,20 +498,24 @@ class Consumer:
             raise ConfigError(f"seek offset must be >= 0, not {offset}")
         self._fetcher.seek(TopicPartition(*tp), offset)
 
+    @_one_thread
     def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Read from the earliest offset of ``partitions`` (default: all assigned)."""
         for tp in self._targets(partitions):
             self._fetcher.seek(tp, None, "earliest")
 
+    @_one_thread
     def seek_to_end(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         """Read only records produced after now on ``partitions`` (default: all assigned)."""
         for tp in self._targets(partitions):
             self._fetcher.seek(tp, None, "latest")
 
+    @_one_thread
     def pause(self, partitions: Iterable[TopicPartition]) -> None:
         """Stop returning records of ``partitions`` (membership and heartbeats go on)."""
         self._fetcher.pause(self._targets(partitions))
 
+    @_one_thread
     def resume(self, partitions: Iterable[TopicPartition]) -> None:
         """Return records of ``partitions`` again."""
         self._fetcher.resume(self._targets(partitions))
@@ -482,6 +532,7 @@ class Consumer:
 
     # --- closing -------------------------------------------------------------------------------
 
+    @_one_thread
     def close(self, timeout: float = 30.0) -> None:
         """Commit (with auto commit on), revoke, leave the group, close connections.
 

@@ -2,6 +2,8 @@
 without a Python-level ``Condition`` (its ``__enter__``/``__exit__`` pair, or a ``wait`` that
 makes a new lock each time): an idle member polls several times a second. Whatever rings the
 consumer's bell (records, errors, group events, finished commits) still ends the wait at once.
+While a poll waits, another thread may end it with ``wakeup()``; any other call of the
+consumer's from that thread raises, as Java's does.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pytest
 
 from assignors import TopicPartition
 from groupkit.consumer import Consumer
-from groupkit.errors import WakeupError
+from groupkit.errors import IllegalStateError, WakeupError
 from groupkit.runtime.bell import Bell
 from groupkit.runtime.fetcher import Fetcher
 from groupkit.testing import LocalBroker
@@ -242,3 +244,47 @@ def test_records_that_come_as_a_poll_is_woken_come_with_the_next_poll(
         if got:
             break
     assert got == [1]
+
+
+# --- one thread at a time ----------------------------------------------------------------------
+
+
+def test_calls_from_another_thread_while_a_poll_waits_raise_and_leave_the_poll_alone(
+        idle_consumer: Consumer, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Java's KafkaConsumer.acquire() throws ConcurrentModificationException here.
+    consumer = idle_consumer
+    (tp,) = consumer.assignment()
+    waiting = _when_polls_wait(monkeypatch)
+    refused: list[str] = []
+
+    def intrude() -> None:
+        assert waiting.wait(20)
+        for name, call in [("poll", lambda: consumer.poll(0)),
+                           ("commit_async", lambda: consumer.commit_async({tp: 0})),
+                           ("seek", lambda: consumer.seek(tp, 0)),
+                           ("close", lambda: consumer.close(1))]:
+            with pytest.raises(IllegalStateError, match=rf"Consumer\.{name}\(\).*wakeup\(\)"):
+                call()
+            refused.append(name)
+        consumer.wakeup()
+
+    intruder = threading.Thread(target=intrude)
+    intruder.start()
+    try:
+        with pytest.raises(WakeupError):
+            consumer.poll(20)
+    finally:
+        intruder.join(20)
+    assert refused == ["poll", "commit_async", "seek", "close"]
+    # Nothing was done by the refused calls: the consumer is open, its position unmoved.
+    assert consumer.position(tp, 5) == 1
+    assert consumer.poll(0.05) == []
+
+
+def test_threads_may_take_turns_with_one_consumer(idle_consumer: Consumer) -> None:
+    results: list[object] = []
+    turn = threading.Thread(target=lambda: results.append(idle_consumer.poll(0.05)))
+    turn.start()
+    turn.join(20)
+    assert results == [[]]
+    assert idle_consumer.poll(0.05) == []
