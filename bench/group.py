@@ -55,8 +55,10 @@ ROWS = ("join", "leave", "kill", "consume", "idle")
 CODECS = ("none", "snappy")
 GROUP_PARTITIONS = 32
 CONSUME_PARTITIONS = 8
-SESSION_MS = 6000
-HEARTBEAT_MS = 500
+# The group timing of every member: the bench's fast one, or with --java-timing the Java
+# client's defaults (members are subprocesses of this module: they read it from the environment).
+SESSION_MS = int(os.environ.get("GROUPKIT_BENCH_SESSION_MS", "6000"))
+HEARTBEAT_MS = int(os.environ.get("GROUPKIT_BENCH_HEARTBEAT_MS", "500"))
 POLL_S = 0.5
 WAIT_S = 90.0
 VALUE = b"v" * 100
@@ -562,13 +564,21 @@ def _parser() -> argparse.ArgumentParser:
                         default=[1, 4, 16])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--idle-seconds", type=float, default=30.0)
+    parser.add_argument("--java-timing", action="store_true",
+                        help="session 45000 ms, heartbeat 3000 ms (the Java client's defaults)"
+                             " for every member; meant for the idle row")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of the consume rows, clients in turn; best of them kept")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    global SESSION_MS, HEARTBEAT_MS
     args = _parser().parse_args(argv)
+    if args.java_timing:
+        SESSION_MS, HEARTBEAT_MS = 45_000, 3_000
+        os.environ["GROUPKIT_BENCH_SESSION_MS"] = str(SESSION_MS)
+        os.environ["GROUPKIT_BENCH_HEARTBEAT_MS"] = str(HEARTBEAT_MS)
     print(f"groupkit bench/group.py: members={args.members} records={args.records:,}"
           f" idle={args.idle_seconds:g}s session={SESSION_MS}ms heartbeat={HEARTBEAT_MS}ms")
     print_rows(measure(argv))

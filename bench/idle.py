@@ -4,7 +4,8 @@ Each tree (a directory holding a ``groupkit`` package, e.g. this checkout or a `
 export of an older commit with its built extension copied in) gets one member, joined to a
 1-partition topic of its own on one shared Tansu broker; all members are measured in the same
 window, so the machine's load falls on them alike. Settings as bench/group.py's ``idle`` row
-(session 6000 ms, heartbeat 500 ms, range, no auto-commit, ``poll(0.5)`` in a loop). Per
+(session 6000 ms, heartbeat 500 ms, range, no auto-commit, ``poll(0.5)`` in a loop; the
+session and heartbeat can be set, e.g. to the Java client's 45000 and 3000). Per
 thread, read from /proc (Linux): CPU seconds (schedstat, nanoseconds) and context switches
 per second; a thread blocked on a lock or a socket switches once per wakeup, so the second
 figure counts its wakeups.
@@ -37,7 +38,7 @@ import json, sys, threading
 from groupkit.consumer import Consumer
 consumer = Consumer(bootstrap_servers=sys.argv[1], group_id=sys.argv[2],
                     auto_offset_reset="earliest", enable_auto_commit=False,
-                    session_timeout_ms={SESSION_MS}, heartbeat_interval_ms={HEARTBEAT_MS},
+                    session_timeout_ms=int(sys.argv[3]), heartbeat_interval_ms=int(sys.argv[4]),
                     assignors=["range"])
 consumer.subscribe([sys.argv[2]])
 while not consumer.assignment():
@@ -50,12 +51,12 @@ while True:
 """
 
 # The same member as a GroupConsumer: it reports its threads' names 3 s after it is assigned.
-_WORKER = f"""
+_WORKER = """
 import json, sys, threading
 from groupkit.group_consumer import GroupConsumer
 
 def tell():
-    print(json.dumps({{t.native_id: t.name for t in threading.enumerate()}}), flush=True)
+    print(json.dumps({t.native_id: t.name for t in threading.enumerate()}), flush=True)
 
 class Idle(GroupConsumer):
     def process(self, record):
@@ -66,8 +67,8 @@ class Idle(GroupConsumer):
             threading.Timer(3.0, tell).start()
 
 Idle(bootstrap_servers=sys.argv[1], group_id=sys.argv[2], topics=[sys.argv[2]],
-     auto_offset_reset="earliest", session_timeout_ms={SESSION_MS},
-     heartbeat_interval_ms={HEARTBEAT_MS}, assignors=["range"]).run()
+     auto_offset_reset="earliest", session_timeout_ms=int(sys.argv[3]),
+     heartbeat_interval_ms=int(sys.argv[4]), assignors=["range"]).run()
 """
 
 
@@ -75,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("trees", nargs="*", default=[str(ROOT)])
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--session-ms", type=int, default=SESSION_MS)
+    parser.add_argument("--heartbeat-ms", type=int, default=HEARTBEAT_MS,
+                        help="the Java client's default is 3000 (session 45000)")
     parser.add_argument("--worker", action="store_true",
                         help="members are GroupConsumers (groupkit run), not a poll loop")
     args = parser.parse_args(argv)
@@ -87,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             make_topic(broker.bootstrap_servers, topic, 1)
             members.append(subprocess.Popen(
                 [sys.executable, "-c", _WORKER if args.worker else _MEMBER,
-                 broker.bootstrap_servers, topic],
+                 broker.bootstrap_servers, topic, str(args.session_ms), str(args.heartbeat_ms)],
                 stdout=subprocess.PIPE, text=True, cwd="/",
                 env={**os.environ, "PYTHONPATH": str(Path(tree).resolve())}))
         try:
@@ -99,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             after = [thread_stats(m.pid) for m in members]
             wall = time.monotonic() - started
             print(f"bench/idle.py: {wall:.0f} s window, load average {load:.2f} at the start,"
-                  f" {os.getloadavg()[0]:.2f} at the end; heartbeat {HEARTBEAT_MS} ms,"
+                  f" {os.getloadavg()[0]:.2f} at the end; heartbeat {args.heartbeat_ms} ms,"
                   f" {'GroupConsumer' if args.worker else f'poll({POLL_S})'}")
             for tree, member, named, was, now in zip(args.trees, members, names, before, after,
                                                         strict=True):
