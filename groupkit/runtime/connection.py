@@ -20,6 +20,7 @@ import logging
 import math
 import random
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -72,6 +73,8 @@ _RECV_BYTES = 256 * 1024
 #: answers up to it for a repeat of the same answer (``_decode_repeat``).
 _REPEAT_FRAME_BYTES = 16 * 1024
 _PRODUCE = int(ApiKey.PRODUCE)
+#: A response frame's correlation id, its first field (``peek_correlation_id`` without a call).
+_CORRELATION_ID = struct.Struct(">i")
 
 
 @attrs.define(eq=False)
@@ -462,68 +465,89 @@ class BrokerConnection:
     def _read_loop(self, link: _Link) -> None:
         try:
             decoder = link.decoder
+            recv = link.sock.recv
+            pending = link.pending
             while True:
-                # A large frame (a Fetch answer) is received straight into its own buffer.
-                room = decoder.room()
-                if room is not None:
+                if decoder.collecting:
+                    # A large frame (a Fetch answer) is received straight into its own buffer.
+                    room = decoder.room()
+                    assert room is not None
                     n = link.sock.recv_into(room)
                     room.release()
                     if not n:
                         raise KafkaConnectionError(f"{self.address} closed the connection")
                     frames = decoder.received(n)
                 else:
-                    data = link.sock.recv(_RECV_BYTES)
+                    data = recv(_RECV_BYTES)
                     if not data:
                         raise KafkaConnectionError(f"{self.address} closed the connection")
                     frames = decoder.feed(data)
                 for frame in frames:
-                    self._complete(link, frame)
+                    # The answer to a repeated request (an idle fetch, a heartbeat) whose bytes
+                    # after the correlation id are the last answer's is that answer's decoded
+                    # response, done here within one lock hold: an idle member's every answer
+                    # takes this path on a cold wakeup, where each bytecode run counts, so it
+                    # is inline, without ``_complete``'s calls and second lock hold. Responses
+                    # are frozen and the callers of repeated requests only read them, so one
+                    # object may serve twice. The bytes are compared in place (``endswith``);
+                    # ``_complete`` does every other answer.
+                    with link.lock:
+                        head = pending[0] if pending else None
+                        last = link.last_answer
+                        if head is not None and head.repeat and last is not None \
+                                and last[0] == head.api_key and last[1] == head.version \
+                                and len(last[2]) == len(frame) - 4 and frame.endswith(last[2]) \
+                                and _CORRELATION_ID.unpack_from(frame)[0] == head.correlation_id:
+                            pending.popleft()
+                            response: Response | None = last[3]
+                        else:
+                            response = None
+                    if response is None:
+                        done = self._complete(link, frame)
+                        if done is None:
+                            continue
+                        head, response = done
+                    assert head is not None
+                    # Outside the lock: the future's callbacks may send (an idle fetch sends
+                    # again).
+                    head.future.set_result(response)
         except GroupkitError as exc:
             self._fail_link(link, exc)
         except (OSError, ValueError) as exc:
             self._fail_link(link, KafkaConnectionError(
                 f"the connection to {self.address} broke: {exc}; the next send reconnects"))
 
-    def _complete(self, link: _Link, frame: Frame) -> None:
+    def _complete(self, link: _Link, frame: Frame) -> tuple[_Pending, Response] | None:
+        """The oldest request in flight and its response decoded from ``frame``, taken off
+        ``pending``: every answer but an unchanged one to a repeated request (``_read_loop``).
+        None when there is nothing to complete: the link failed (a handshake answer that
+        cannot be read) or was closed meanwhile."""
         correlation_id = peek_correlation_id(frame)
         with link.lock:
             head = link.pending[0] if link.pending else None
-            if head is None or head.correlation_id != correlation_id:
-                expected = "none" if head is None else str(head.correlation_id)
-                raise CorruptFrame(
-                    f"{self.address} sent a response with correlation id {correlation_id} but "
-                    f"the oldest request in flight has {expected}; the stream is out of step, "
-                    "so the connection is closed")
-            # The answer to a repeated request (an idle fetch, a heartbeat) whose bytes after
-            # the correlation id are the last answer's is that answer's decoded response, and
-            # is done within this one lock hold: an idle member's every answer takes this path.
-            # Responses are frozen and the callers of repeated requests only read them, so one
-            # object may serve twice. The bytes are compared in place (``endswith``).
-            last = link.last_answer
-            response = last[3] if head.repeat and last is not None \
-                and last[0] == head.api_key and last[1] == head.version \
-                and len(last[2]) == len(frame) - 4 and frame.endswith(last[2]) else None
-            if response is not None:
-                link.pending.popleft()
-        if response is None:
-            try:
-                response = self._decode_repeat(link, frame, head) if head.repeat \
-                    else _decode(frame, head)
-            except CorruptFrame as exc:
-                if not head.handshake:
-                    raise
-                api = head.response_cls.__name__.removesuffix("Response")
-                self._fail_link(link, NegotiationError(
-                    f"the {api} v{head.version} reply from {self.address} could not be read"
-                    f" during the connection handshake ({exc}); check that this address is a"
-                    " Kafka listener and that security_protocol matches it"), head)
-                return
-            with link.lock:
-                if link.closed:
-                    return
-                link.pending.popleft()
-        # Outside the lock: the future's callbacks may send (an idle fetch sends again).
-        head.future.set_result(response)
+        if head is None or head.correlation_id != correlation_id:
+            expected = "none" if head is None else str(head.correlation_id)
+            raise CorruptFrame(
+                f"{self.address} sent a response with correlation id {correlation_id} but "
+                f"the oldest request in flight has {expected}; the stream is out of step, "
+                "so the connection is closed")
+        try:
+            response = self._decode_repeat(link, frame, head) if head.repeat \
+                else _decode(frame, head)
+        except CorruptFrame as exc:
+            if not head.handshake:
+                raise
+            api = head.response_cls.__name__.removesuffix("Response")
+            self._fail_link(link, NegotiationError(
+                f"the {api} v{head.version} reply from {self.address} could not be read"
+                f" during the connection handshake ({exc}); check that this address is a"
+                " Kafka listener and that security_protocol matches it"), head)
+            return None
+        with link.lock:
+            if link.closed:
+                return None
+            link.pending.popleft()
+        return head, response
 
     @staticmethod
     def _decode_repeat(link: _Link, frame: Frame, head: _Pending) -> Response:

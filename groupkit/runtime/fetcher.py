@@ -61,9 +61,9 @@ _TOPIC_IDS = 13
 
 @attrs.define(eq=False)
 class _Sent:
-    """A Fetch in flight (never changed once made). A slotted attrs class that is not frozen:
-    an idle consumer makes one per long poll on a reader thread (see ``_answered``), and on
-    CPython 3.11 it is made and read faster than a frozen one or a NamedTuple."""
+    """A Fetch in flight. A slotted attrs class that is not frozen: on CPython 3.11 it is
+    made and read faster than a frozen one or a NamedTuple, and an idle consumer's repeat of
+    the same Fetch on a reader thread (see ``_answered``) reuses it with a new ``started``."""
 
     node: int
     version: int
@@ -567,12 +567,14 @@ class Fetcher:
                 return
         # On the connection's reader thread, outside the lock, as the fetcher thread would,
         # on the connection the fetcher thread would take (``_Sent.conn``); a connection that
-        # is not up is left to the fetcher thread (a reader thread never connects).
+        # is not up is left to the fetcher thread (a reader thread never connects). ``sent``
+        # itself serves the repeat, with a new start time (nothing else holds it now): one
+        # object less to make on every idle long poll's answer.
         conn = sent.conn
-        again = _Sent(sent.node, sent.version, sent.offsets, sent.names, time.monotonic(),
-                      sent.request, conn)
+        started, sent.started = sent.started, time.monotonic()
         if not conn.send_connected(sent.request, sent.version, self._fetch_timeout_ms,
-                                   partial(self._answered, again)):
+                                   partial(self._answered, sent)):
+            sent.started = started
             with self._lock:
                 self._queue_answer(sent, future)
 

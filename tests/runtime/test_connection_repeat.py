@@ -8,7 +8,9 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-from groupkit.errors import ApiKey
+import pytest
+
+from groupkit.errors import ApiKey, CorruptFrame, KafkaConnectionError
 from groupkit.protocol.messages.fetch import (
     FetchRequest,
     FetchRequestPartition,
@@ -124,3 +126,27 @@ def test_the_callback_of_an_unchanged_answer_may_send_the_request_again() -> Non
     finally:
         broker.close()
     assert len(answers) == 5 and all(a is answers[1] for a in answers[1:])
+
+
+def test_an_unchanged_answer_under_another_correlation_id_breaks_the_connection() -> None:
+    # The third answer repeats the second's bytes after the correlation id, but under the
+    # second's id: it is out of step, not the last answer again.
+    sent: list[int] = []
+
+    def answer(sock, header, _) -> None:
+        sent.append(header.correlation_id)
+        reply(sock, header, HeartbeatResponse(error_code=0),
+              correlation_id=sent[1] if len(sent) == 3 else None)
+
+    broker = FakeBroker(answer)
+    try:
+        with BrokerConnection("127.0.0.1", broker.port) as conn:
+            first, second = (conn.send(HEARTBEAT).result(5) for _ in range(2))
+            third = conn.send(HEARTBEAT)
+            with pytest.raises(KafkaConnectionError) as failed:
+                third.result(5)
+    finally:
+        broker.close()
+    assert first.error_code == second.error_code == 0
+    assert isinstance(failed.value.__cause__, CorruptFrame)
+    assert f"correlation id {sent[1]}" in str(failed.value.__cause__)
