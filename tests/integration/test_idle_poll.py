@@ -178,18 +178,25 @@ def _when_polls_wait(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
     return waiting
 
 
+def _poll_until_woken(consumer: Consumer, meanwhile: Callable[[], object]) -> None:
+    """Poll (up to 20 s) while ``meanwhile`` runs on a thread of its own: the poll must end
+    with WakeupError, and the thread within 20 s."""
+    thread = threading.Thread(target=meanwhile)
+    thread.start()
+    try:
+        with pytest.raises(WakeupError, match="wakeup"):
+            consumer.poll(20)
+    finally:
+        thread.join(20)
+    assert not thread.is_alive()
+
+
 def test_wakeup_from_another_thread_ends_a_waiting_poll(
         idle_consumer: Consumer, monkeypatch: pytest.MonkeyPatch) -> None:
     # Java's KafkaConsumer.wakeup(): the blocked poll throws WakeupException. Were the wakeup
     # lost, this poll would return [] after 20 s and the test fail.
     waiting = _when_polls_wait(monkeypatch)
-    waker = threading.Thread(target=lambda: waiting.wait(20) and idle_consumer.wakeup())
-    waker.start()
-    try:
-        with pytest.raises(WakeupError, match="wakeup"):
-            idle_consumer.poll(20)
-    finally:
-        waker.join(20)
+    _poll_until_woken(idle_consumer, lambda: waiting.wait(20) and idle_consumer.wakeup())
     assert waiting.is_set()
 
 
@@ -212,13 +219,9 @@ def test_wakeup_from_a_signal_handler_ends_a_waiting_poll(
             time.sleep(0.001)
         os.kill(os.getpid(), signal.SIGUSR1)
 
-    sender = threading.Thread(target=send)
-    sender.start()
     try:
-        with pytest.raises(WakeupError):
-            idle_consumer.poll(20)
+        _poll_until_woken(idle_consumer, send)
     finally:
-        sender.join(20)
         signal.signal(signal.SIGUSR1, previous)
 
 
@@ -268,13 +271,7 @@ def test_calls_from_another_thread_while_a_poll_waits_raise_and_leave_the_poll_a
             refused.append(name)
         consumer.wakeup()
 
-    intruder = threading.Thread(target=intrude)
-    intruder.start()
-    try:
-        with pytest.raises(WakeupError):
-            consumer.poll(20)
-    finally:
-        intruder.join(20)
+    _poll_until_woken(consumer, intrude)
     assert refused == ["poll", "commit_async", "seek", "close"]
     # Nothing was done by the refused calls: the consumer is open, its position unmoved.
     assert consumer.position(tp, 5) == 1
