@@ -4,6 +4,12 @@ poll records.
 Three threads work for one consumer: the application's (every listener callback and commit
 callback runs on it, inside ``poll``/``close``), the group runner's (heartbeats, joins), and
 the fetcher's (prefetching). The application never waits on a lock they hold across I/O.
+One application thread at a time is inside the consumer (``_one_thread``, Java's acquire()).
+
+Over 600 lines because it is the whole public surface of the Java client's KafkaConsumer that
+groupkit offers, each method with the Java behaviour it follows; the work itself is delegated
+to groupkit.runtime (fetcher, offsets, group runner), and splitting the class would only
+scatter that surface.
 """
 
 from __future__ import annotations
