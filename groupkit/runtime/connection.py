@@ -10,6 +10,10 @@ reconnect back-off (``groupkit.group.backoff``: exponential with jitter, as Java
 (``BrokerUnreachable``) and of the first connect after failures (``BrokerRecovered``).
 
 Future callbacks run on the reader thread: keep them short and never block in them.
+
+Over 600 lines because the send path, the reader loop (with its inline path for an idle
+member's unchanged answers), the watchdog and the reconnects all work on one ``_Link`` under
+one lock: split apart, each part would reach into the others' state.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ less than ``max_partition_fetch_bytes``, so the next answer is on its way before
 application runs dry, while memory stays within that plus one answer per partition and
 ``fetch_max_bytes`` overall. Seek, pause and revoke bump the partition's epoch: an answer that
 left under an older epoch is dropped, so no stale record ever reaches the application.
+
+Over 600 lines because the partition table, the Fetch requests built from it, the answers
+handled on the connections' reader threads (an idle partition's re-send) and the fetcher
+thread's loop share one lock and the per-partition state machine.
 """
 
 from __future__ import annotations
