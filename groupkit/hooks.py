@@ -1,7 +1,8 @@
 """Hook events: what the consumer runtime reports, for metrics and logs to observe.
 
 A hook is any ``Callable[[Event], None]``. Hooks run on the thread where the fact happened (the
-group runner, the fetcher, or the application thread for commits), so they must be quick. A hook
+group runner, the fetcher, a connection's reader for an idle Fetch's round trip, or the
+application thread for commits), so they must be quick. A hook
 that raises is logged and skipped; it never stops the thread that called it.
 """
 

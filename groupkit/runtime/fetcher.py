@@ -581,6 +581,13 @@ class Fetcher:
             sent.started = started
             with self._lock:
                 self._queue_answer(sent, future)
+            return
+        hooks = self.hooks
+        if hooks:
+            # Every round trip is told, idle ones too (as the fetcher thread would): on this
+            # thread, after the next Fetch left, so a hook never delays it.
+            emit(hooks, FetchCompleted(sent.node, len(sent.offsets), 0, 0,
+                                       sent.started - started))
 
     def _queue_answer(self, sent: _Sent, future: Future[Any]) -> None:
         """Hand an answer to the fetcher thread (the caller holds ``_cond``)."""
@@ -592,11 +599,12 @@ class Fetcher:
         is the very object that last changed nothing for an equal request, and nothing else
         waits (every assigned partition is in this Fetch, at the same offset and epoch).
         Handling it would change nothing and send the same request, so an idle consumer's
-        long polls cost the fetcher thread no wakeup. Anything else (records, errors, a seek,
-        a new partition, hooks to tell, trouble to report) goes to the fetcher thread."""
+        long polls cost the fetcher thread no wakeup (hooks hear of the round trip from the
+        reader thread). Anything else (records, errors, a seek, a new partition, trouble to
+        report) goes to the fetcher thread."""
         quiet = self._quiet.get(sent.node)
         if quiet is None or self._closed or self._answers \
-                or self.hooks or self._trouble is not None or self.cluster.stale \
+                or self._trouble is not None or self.cluster.stale \
                 or len(self._parts) != len(sent.offsets):
             return False
         try:

@@ -10,6 +10,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from groupkit.config import ConsumerConfig
+from groupkit.hooks import Event, FetchCompleted, Hook
 from groupkit.protocol.messages.fetch import FetchRequest
 from groupkit.protocol.records import encode_batch
 from groupkit.runtime.fetcher import Fetcher
@@ -35,14 +36,16 @@ class ThreadNoting(ScriptedConnection):
         return self.up and super().send_connected(request, version, timeout_ms, callback)
 
 
-def idle_fetcher() -> tuple[Fetcher, ThreadNoting, threading.Event, Any]:
+def idle_fetcher(hooks: list[Hook] | None = None
+                 ) -> tuple[Fetcher, ThreadNoting, threading.Event, Any]:
     """A fetcher at offset 0 whose last Fetch was answered with nothing new (twice: the
     first answer to a repeated request is the first that can be known to change nothing)."""
     cluster = FakeCluster()
     conn = cluster.conn = ThreadNoting()
     woken = threading.Event()
     config = ConsumerConfig(bootstrap_servers="h:1")
-    fetcher = Fetcher(cluster, config, None, wakeup=woken.set)  # type: ignore[arg-type]
+    fetcher = Fetcher(cluster, config, None, hooks or [],  # type: ignore[arg-type]
+                      wakeup=woken.set)
     fetcher.assign([TP])
     fetcher.seek(TP, 0)
     fetcher.start()
@@ -101,5 +104,26 @@ def test_an_idle_fetch_whose_connection_is_down_goes_through_the_fetcher_thread(
         after, _ = conn.next_request(3)
         assert after == request
         assert conn.senders[2] is not threading.current_thread()
+    finally:
+        fetcher.close(5)
+
+
+def test_with_hooks_an_idle_fetch_is_still_sent_again_without_the_fetcher_and_told() -> None:
+    # A hook (a worker pool's liveness hook, metrics) must not cost an idle consumer the
+    # fetcher thread's wakeup per long poll; each round trip is told from the reader thread.
+    told: list[tuple[Event, threading.Thread]] = []
+    fetcher, conn, woken, (request, future, nothing) = idle_fetcher(
+        [lambda event: told.append((event, threading.current_thread()))])
+    try:
+        told.clear()
+        for count in range(2, 5):
+            conn.sent[count - 1][1].set_result(nothing)
+            assert len(conn.sent) == count + 1
+            assert conn.senders[count] is threading.current_thread()
+        fetches = [(e, t) for e, t in told if isinstance(e, FetchCompleted)]
+        assert [(e.node_id, e.partitions, e.records, e.size) for e, _ in fetches] == \
+            [(0, 1, 0, 0)] * 3
+        assert all(t is threading.current_thread() and e.latency_s >= 0 for e, t in fetches)
+        assert not woken.is_set()
     finally:
         fetcher.close(5)
