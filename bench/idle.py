@@ -68,7 +68,8 @@ class Idle(GroupConsumer):
 
 Idle(bootstrap_servers=sys.argv[1], group_id=sys.argv[2], topics=[sys.argv[2]],
      auto_offset_reset="earliest", session_timeout_ms=int(sys.argv[3]),
-     heartbeat_interval_ms=int(sys.argv[4]), assignors=["range"]).run()
+     heartbeat_interval_ms=int(sys.argv[4]), assignors=["range"],
+     hooks=[lambda event: None] if sys.argv[5] == "hook" else []).run()
 """
 
 
@@ -79,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-ms", type=int, default=SESSION_MS)
     parser.add_argument("--heartbeat-ms", type=int, default=HEARTBEAT_MS,
                         help="the Java client's default is 3000 (session 45000)")
+    parser.add_argument("--hook", action="store_true",
+                        help="with --worker: give each member a hook that does nothing (as a"
+                             " pool worker's liveness hook or metrics would)")
     parser.add_argument("--worker", action="store_true",
                         help="members are GroupConsumers (groupkit run), not a poll loop")
     args = parser.parse_args(argv)
@@ -91,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             make_topic(broker.bootstrap_servers, topic, 1)
             members.append(subprocess.Popen(
                 [sys.executable, "-c", _WORKER if args.worker else _MEMBER,
-                 broker.bootstrap_servers, topic, str(args.session_ms), str(args.heartbeat_ms)],
+                 broker.bootstrap_servers, topic, str(args.session_ms), str(args.heartbeat_ms),
+                 "hook" if args.hook else ""],
                 stdout=subprocess.PIPE, text=True, cwd="/",
                 env={**os.environ, "PYTHONPATH": str(Path(tree).resolve())}))
         try:
