@@ -31,16 +31,12 @@ class FrameDecoder:
     size, filled by ``feed`` or straight from a socket through ``room`` and ``received``.
     """
 
-    __slots__ = ("max_frame_size", "collecting", "_buf", "_need", "_error", "_body", "_filled")
+    __slots__ = ("max_frame_size", "_buf", "_need", "_error", "_body", "_filled")
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
         if max_frame_size < 0:
             raise ConfigError(f"max_frame_size must be >= 0, not {max_frame_size}")
         self.max_frame_size = max_frame_size
-        #: Whether a large frame's body is being collected, so the next bytes go through
-        #: ``room`` (``room() is not None``, read without a call: a reader asks before every
-        #: read). Read it; only the decoder sets it.
-        self.collecting = False
         self._buf = bytearray()
         self._need = -1
         self._error: CorruptFrame | None = None
@@ -68,7 +64,6 @@ class FrameDecoder:
         if self._filled < len(body):
             return []
         self._body, self._filled, self._need = None, 0, -1
-        self.collecting = False
         return [body]
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
@@ -116,7 +111,6 @@ class FrameDecoder:
                 if end - pos < self._need:
                     if self._need >= DIRECT_FRAME_BYTES:
                         self._body = bytearray(self._need)
-                        self.collecting = True
                         self._body[:end - pos] = view[pos:end]
                         self._filled = end - pos
                         pos = end

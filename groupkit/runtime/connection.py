@@ -24,7 +24,6 @@ import logging
 import math
 import random
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -77,8 +76,6 @@ _RECV_BYTES = 256 * 1024
 #: answers up to it for a repeat of the same answer (``_decode_repeat``).
 _REPEAT_FRAME_BYTES = 16 * 1024
 _PRODUCE = int(ApiKey.PRODUCE)
-#: A response frame's correlation id, its first field (``peek_correlation_id`` without a call).
-_CORRELATION_ID = struct.Struct(">i")
 
 
 @attrs.define(eq=False)
@@ -472,10 +469,9 @@ class BrokerConnection:
             recv = link.sock.recv
             pending = link.pending
             while True:
-                if decoder.collecting:
-                    # A large frame (a Fetch answer) is received straight into its own buffer.
-                    room = decoder.room()
-                    assert room is not None
+                # A large frame (a Fetch answer) is received straight into its own buffer.
+                room = decoder.room()
+                if room is not None:
                     n = link.sock.recv_into(room)
                     room.release()
                     if not n:
@@ -501,7 +497,7 @@ class BrokerConnection:
                         if head is not None and head.repeat and last is not None \
                                 and last[0] == head.api_key and last[1] == head.version \
                                 and len(last[2]) == len(frame) - 4 and frame.endswith(last[2]) \
-                                and _CORRELATION_ID.unpack_from(frame)[0] == head.correlation_id:
+                                and peek_correlation_id(frame) == head.correlation_id:
                             pending.popleft()
                             response: Response | None = last[3]
                         else:
