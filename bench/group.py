@@ -21,7 +21,10 @@ auto-commit, earliest reset. Rows:
   and each figure is the best of its rounds;
 - ``idle cpu`` / ``idle rss``: one joined member per client polling an empty topic, all
   clients' members in the same D seconds: CPU time over wall time (the threads' schedstat run
-  time) and resident memory at the end, read from /proc.
+  time) and resident memory at the end, read from /proc; ``idle cpu java`` / ``idle rss
+  java``: the same with session 45000 ms and heartbeat 3000 ms, the Java client's defaults
+  (and groupkit's and librdkafka's), the timing an idle member runs with unless told
+  otherwise.
 
 Setup (topics, producing the records) uses confluent-kafka for speed; it is not measured.
 
@@ -59,6 +62,8 @@ CONSUME_PARTITIONS = 8
 # client's defaults (members are subprocesses of this module: they read it from the environment).
 SESSION_MS = int(os.environ.get("GROUPKIT_BENCH_SESSION_MS", "6000"))
 HEARTBEAT_MS = int(os.environ.get("GROUPKIT_BENCH_HEARTBEAT_MS", "500"))
+#: The Java client's default session and heartbeat (ms): the ``java`` idle rows'.
+JAVA_TIMING = (45_000, 3_000)
 POLL_S = 0.5
 WAIT_S = 90.0
 VALUE = b"v" * 100
@@ -247,13 +252,18 @@ def member_main(client: str, bootstrap: str, group: str, topic: str, target: int
 class Member:
     """One member subprocess and the events it reported."""
 
-    def __init__(self, client: str, bootstrap: str, group: str, topic: str, target: int = 0):
-        # The member runs this same module from the project root, as the parent was started.
+    def __init__(self, client: str, bootstrap: str, group: str, topic: str, target: int = 0,
+                 timing: tuple[int, int] | None = None):
+        # The member runs this same module from the project root, as the parent was started;
+        # ``timing`` (session, heartbeat ms) overrides the run's for this member.
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        if timing is not None:
+            env["GROUPKIT_BENCH_SESSION_MS"], env["GROUPKIT_BENCH_HEARTBEAT_MS"] = map(str, timing)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.group", "member", client, bootstrap, group, topic,
              str(target)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)})
+            env=env)
         self.events: queue.Queue[dict] = queue.Queue()
         self.owned: set[int] = set()
         self.changed = 0.0
@@ -326,9 +336,9 @@ def wait_covered(members: list[Member], partitions: int, since: float) -> float:
 
 
 def start_members(client: str, n: int, bootstrap: str, group: str, topic: str,
-                  target: int = 0) -> list[Member]:
+                  target: int = 0, timing: tuple[int, int] | None = None) -> list[Member]:
     """``n`` member subprocesses, imported and waiting for "go"."""
-    members = [Member(client, bootstrap, group, topic, target) for _ in range(n)]
+    members = [Member(client, bootstrap, group, topic, target, timing) for _ in range(n)]
     deadline = time.monotonic() + WAIT_S
     for m in members:
         while (event := m.next_event(deadline)) is not None and not event.get("ready"):
@@ -446,12 +456,16 @@ def _unit(name: str) -> tuple[str, bool]:
         return "MiB", False
     if name.startswith("consume"):
         return "rec/s", True
-    return {"idle cpu": ("%", False), "idle rss": ("MiB", False)}.get(name, ("s", False))
+    if name.startswith("idle cpu"):
+        return "%", False
+    if name.startswith("idle rss"):
+        return "MiB", False
+    return "s", False
 
 
 ORDER = ["join 1", "join 4", "join 16", "first", "leave", "kill", "consume none",
          "consume cpu none", "consume rss none", "consume snappy", "consume cpu snappy",
-         "consume rss snappy", "idle cpu", "idle rss"]
+         "consume rss snappy", "idle cpu", "idle rss", "idle cpu java", "idle rss java"]
 
 
 def rows(results: dict[str, dict[str, float | None]]) -> list[Row]:
@@ -484,32 +498,40 @@ def measure(argv: list[str] | None = None) -> list[Row]:
         if "idle" in args.rows:
             for client, figures in idle_rows(args.clients, bootstrap, args.idle_seconds).items():
                 results[client].update(figures)
+            if (SESSION_MS, HEARTBEAT_MS) != JAVA_TIMING:
+                for client, figures in idle_rows(args.clients, bootstrap, args.idle_seconds,
+                                                 JAVA_TIMING).items():
+                    results[client].update(figures)
         for client, figures in consume_rows(args.clients, bootstrap, consume_topics,
                                             args.records, args.repeat).items():
             results[client].update(figures)
     return rows(results)
 
 
-def idle_rows(clients: list[str], bootstrap: str,
-              seconds: float) -> dict[str, dict[str, float | None]]:
+def idle_rows(clients: list[str], bootstrap: str, seconds: float,
+              timing: tuple[int, int] | None = None) -> dict[str, dict[str, float | None]]:
     """The idle rows: one joined member per client, each on a topic of its own, all measured
     in the same window (a change of load on a shared machine falls on all of them). CPU is
     the sum of the member's threads' run time from schedstat (nanoseconds; the clock-tick
-    figures of /proc/PID/stat move in 10 ms steps, a tenth of a minute's idle CPU)."""
+    figures of /proc/PID/stat move in 10 ms steps, a tenth of a minute's idle CPU). With
+    ``timing`` (session, heartbeat ms) the members run with it, and the rows are the
+    ``java`` ones."""
     members: dict[str, Member] = {}
+    suffix = "" if timing is None else " java"
     try:
         for client in clients:
             topic = f"i-{client}-{uuid.uuid4().hex[:6]}"
             make_topic(bootstrap, topic, 1)
-            members[client] = start_members(client, 1, bootstrap, topic, topic)[0]
+            members[client] = start_members(client, 1, bootstrap, topic, topic,
+                                            timing=timing)[0]
         for member in members.values():
             wait_covered([member], 1, go([member]))
         before = {c: run_seconds(m.proc.pid) for c, m in members.items()}
         start = time.monotonic()
         time.sleep(seconds)
         wall = time.monotonic() - start
-        return {c: {"idle cpu": 100 * (run_seconds(m.proc.pid) - before[c]) / wall,
-                    "idle rss": rss_mib(m.proc.pid)} for c, m in members.items()}
+        return {c: {f"idle cpu{suffix}": 100 * (run_seconds(m.proc.pid) - before[c]) / wall,
+                    f"idle rss{suffix}": rss_mib(m.proc.pid)} for c, m in members.items()}
     finally:
         for member in members.values():
             member.stop()
@@ -566,7 +588,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--idle-seconds", type=float, default=30.0)
     parser.add_argument("--java-timing", action="store_true",
                         help="session 45000 ms, heartbeat 3000 ms (the Java client's defaults)"
-                             " for every member; meant for the idle row")
+                             " for every member and row (the idle rows then run once)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of the consume rows, clients in turn; best of them kept")
     return parser
@@ -576,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     global SESSION_MS, HEARTBEAT_MS
     args = _parser().parse_args(argv)
     if args.java_timing:
-        SESSION_MS, HEARTBEAT_MS = 45_000, 3_000
+        SESSION_MS, HEARTBEAT_MS = JAVA_TIMING
         os.environ["GROUPKIT_BENCH_SESSION_MS"] = str(SESSION_MS)
         os.environ["GROUPKIT_BENCH_HEARTBEAT_MS"] = str(HEARTBEAT_MS)
     print(f"groupkit bench/group.py: members={args.members} records={args.records:,}"
