@@ -68,6 +68,7 @@ __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 log = logging.getLogger(__name__)
 
 _GROUP_PURPOSE = "group"
+_CLOSED = "this consumer is closed; create a new one"
 #: How often a poll's hook event carries the partitions' progress (see ``_polled``).
 _PROGRESS_S = 0.1
 _P = ParamSpec("_P")
@@ -79,26 +80,24 @@ def _one_thread(method: Callable[Concatenate[Consumer, _P], _R]
     """Java's ``KafkaConsumer.acquire()``/``release()`` around a public method: a call while
     another thread is inside one raises IllegalStateError (Java's
     ConcurrentModificationException) instead of racing it; the thread inside may call in again
-    (a listener's commit). Only ``wakeup()`` and the read-only accessors skip it."""
-    get_ident = threading.get_ident
+    (a listener's commit). Only ``wakeup()`` and the read-only accessors skip it.
+
+    ``_user_lock`` is an RLock taken without blocking: its owner's thread takes it again (the
+    reentrant call), any other thread is refused at once, and neither needs a thread id."""
 
     @functools.wraps(method)
     def guarded(self: Consumer, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        me = get_ident()
-        if self._user == me:
-            return method(self, *args, **kwargs)
-        if not self._user_lock.acquire(False):
+        lock = self._user_lock
+        if not lock.acquire(False):
             raise IllegalStateError(
                 f"Consumer.{method.__name__}() was called while another thread is inside this"
                 " consumer: it is not safe for use from several threads at once; use one"
                 " Consumer per thread, and call wakeup() (safe from any thread) to end another"
                 " thread's poll")
-        self._user = me
         try:
             return method(self, *args, **kwargs)
         finally:
-            self._user = None
-            self._user_lock.release()
+            lock.release()
 
     return guarded
 
@@ -169,10 +168,8 @@ class Consumer:
         self._closed = False
         self._fatal: GroupkitError | None = None
         self._view_lock = threading.Lock()
-        #: Held, with ``_user`` the holder's thread id, while a thread is inside a public
-        #: method (see ``_one_thread``).
-        self._user_lock = threading.Lock()
-        self._user: int | None = None
+        #: Held while a thread is inside a public method (see ``_one_thread``).
+        self._user_lock = threading.RLock()
         self._view: Future[ClusterMetadata] | None = None
         self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000
         #: The longest a poll waits before it notes itself as a poll again (see ``poll``).
@@ -260,15 +257,17 @@ class Consumer:
     @_one_thread
     def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
         """Records ready within ``timeout`` seconds (possibly none); runs listener callbacks."""
-        self._check_open()
-        if not self._assigned and self._runner is None and not self._manual:
+        if self._closed:
+            raise IllegalStateError(_CLOSED)
+        # The runner is set before the poll or never: an idle member's polls call nothing that
+        # has nothing to do.
+        runner = self._runner
+        if not self._assigned and runner is None and not self._manual:
             raise IllegalStateError("poll() needs subscribe() or assign() first")
         deadline = time.monotonic() + max(0.0, timeout)
-        if self._runner is not None:
-            self._runner.application_polled()
-        # Decided once per poll (the runner is set before the poll or never): an idle
-        # member's polls call nothing that has nothing to do.
-        auto_commit = self.config.enable_auto_commit and self._runner is not None
+        if runner is not None:
+            runner.application_polled()
+        auto_commit = self.config.enable_auto_commit and runner is not None
         bell = self._bell
         while True:
             # Take any ring from before this look: the look sees whatever rang it.
@@ -296,7 +295,7 @@ class Consumer:
                 commit_in = max(0.0, self._next_auto_commit - now)
                 if commit_in < wait:
                     wait, short = commit_in, True
-            if wait > self._keepalive_s and self._runner is not None:
+            if wait > self._keepalive_s and runner is not None:
                 # A poll longer than max_poll_interval_ms is still polling: Java's poll calls
                 # coordinator.poll (which restarts the poll timer) every time its wait ends.
                 wait, short = self._keepalive_s, True
@@ -305,8 +304,8 @@ class Consumer:
                 # group events and finished commits all wake it, so another look would find
                 # nothing. Java's poll likewise returns when its timer expires.
                 break
-            if short and self._runner is not None:
-                self._runner.application_polled()
+            if short and runner is not None:
+                runner.application_polled()
         if self.hooks:
             self._polled(0)
         return []
@@ -602,7 +601,7 @@ class Consumer:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise IllegalStateError("this consumer is closed; create a new one")
+            raise IllegalStateError(_CLOSED)
 
     def _info(self, message: str, *args: object) -> None:
         """An INFO line of the member's life, naming the group and the member id (as Java's

@@ -8,6 +8,7 @@ after an event whose listener raised.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 
 from assignors import TopicPartition
 from groupkit.consumer import Consumer, ConsumerRebalanceListener
+from groupkit.errors import IllegalStateError
 from groupkit.group import Lost
 from groupkit.runtime.fetcher import Fetcher
 
@@ -83,3 +85,39 @@ def test_an_event_queued_after_the_poll_looked_is_taken_before_it_returns(
     assert made.poll(0.5) == []
     assert listener.lost == [set(), {T0}]
     assert len(looks) == 2
+
+
+def test_a_listener_may_call_the_consumer_inside_poll_while_other_threads_are_refused(
+        consumer: tuple[Consumer, Listener]) -> None:
+    # Java's acquire() counts the owner's nested calls; any other thread is refused until the
+    # outermost call returns.
+    made, listener = consumer
+    listener.lost.append(set())  # the listener raises only on its first call
+    outcomes: list[str] = []
+
+    def from_another_thread() -> None:
+        try:
+            made.resume([])
+        except IllegalStateError:
+            outcomes.append("refused")
+        else:
+            outcomes.append("done")
+
+    def on_lost(partitions: set[TopicPartition]) -> None:
+        made.resume([])  # the thread inside poll calls in again
+        outcomes.append("nested")
+        other = threading.Thread(target=from_another_thread)
+        other.start()
+        other.join(10)
+
+    listener.on_partitions_lost = on_lost  # type: ignore[method-assign]
+    queue(made, Lost(frozenset({("t", 0)}), "lost"))
+    assert made.poll(0) == []
+    assert outcomes == ["nested", "refused"]
+    # The nested call left the consumer held by the poll only: once it returned, another
+    # thread gets in.
+    from_another_thread()
+    other = threading.Thread(target=from_another_thread)
+    other.start()
+    other.join(10)
+    assert outcomes == ["nested", "refused", "done", "done"]

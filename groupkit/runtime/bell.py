@@ -14,6 +14,9 @@ import threading
 
 __all__ = ["Bell"]
 
+#: The longest timeout a lock's acquire takes (a longer one raises OverflowError).
+_TIMEOUT_MAX = threading.TIMEOUT_MAX
+
 
 class Bell:
     """Wakes one waiting thread; ``ring`` may be called from any thread, any number of times."""
@@ -39,4 +42,6 @@ class Bell:
         """
         if timeout is None:
             return self._lock.acquire()
-        return self._lock.acquire(True, min(max(0.0, timeout), threading.TIMEOUT_MAX))
+        if not timeout > 0:  # also NaN: look, do not block
+            return self._lock.acquire(False)
+        return self._lock.acquire(True, timeout if timeout < _TIMEOUT_MAX else _TIMEOUT_MAX)

@@ -115,6 +115,11 @@ class Fetcher:
     #: the same answer to an equal request again may be answered by sending it again (see
     #: ``_idle_again``) without waking the fetcher thread.
     _quiet: dict[int, tuple[FetchRequest | None, Any]] = attrs.field(init=False, factory=dict)
+    #: False once a ``take`` found no partition holding an answer or an error; set again
+    #: (under the lock) as one is stored (``_store``, ``_owe``). An idle consumer's ``take``
+    #: reads it without the lock and returns at once: whatever sets it then rings the poll's
+    #: bell, or (an answer with no data records) is taken by the next poll, as before.
+    _takeable: bool = attrs.field(init=False, default=True)
     #: The partition whose answer ``take`` is draining.
     _in_line: FetchedPartition | None = attrs.field(init=False, default=None)
     #: How many answers were buffered so far (numbers them in arrival order).
@@ -233,15 +238,19 @@ class Fetcher:
         Wakes the fetcher thread when a partition's buffer drops below the refetch mark or an
         answer is used up (the overall ``fetch_max_bytes`` budget).
         """
-        # ``_cond``'s lock entered directly (C), not the Condition's Python-level ``with``:
-        # every poll of an idle consumer takes it.
+        if not self._takeable:
+            return []  # nothing buffered, nothing owed (every poll of an idle consumer)
+        # ``_cond``'s lock entered directly (C), not the Condition's Python-level ``with``.
         with self._lock:
             self._raise_owed()
             part = self._in_line
             if part is None:
                 part = self._next_in_line()
                 if part is None:
-                    return []  # nothing buffered (every poll of an idle consumer)
+                    # Nothing raisable, nothing unpaused buffered: nothing at all (pause drops
+                    # the buffers; an owed error is raisable in every state it is owed in).
+                    self._takeable = False
+                    return []
             out: list[ConsumerRecord] = []
             mark = self.config.max_partition_fetch_bytes
             refetch = False
@@ -302,6 +311,12 @@ class Fetcher:
                 first = part
         return first
 
+    def _owe(self, part: FetchedPartition, error: GroupkitError, event: PartitionEvent) -> None:
+        """Store the error ``take`` raises for ``part`` and move it to a failed state."""
+        part.error = error
+        self._takeable = True
+        part.go(event)
+
     def _raise_owed(self) -> None:
         """Raise the first partition error with no records buffered ahead of it (once)."""
         for part in self._parts.values():
@@ -319,8 +334,7 @@ class Fetcher:
                     " raises it until the application seeks past it", part.tp.topic,
                     part.tp.partition, part.position, exc)
         self._drop(part)
-        part.error = exc
-        part.go(E.DECODE_FAILED)
+        self._owe(part, exc, E.DECODE_FAILED)
 
     def progress(self) -> tuple[PartitionProgress, ...]:
         """The positioned partitions whose position, log end or taken records changed since the
@@ -485,8 +499,7 @@ class Fetcher:
                     self._changed.add(tp)
                     part.go(E.POSITION_FOUND)
                 elif error is not None:
-                    part.error = error
-                    part.go(E.NO_OFFSET_FOUND)
+                    self._owe(part, error, E.NO_OFFSET_FOUND)
                 else:
                     part.retry_at = backoff
                     part.go(E.LOOKUP_FAILED)
@@ -686,8 +699,7 @@ class Fetcher:
             if code == ErrorCode.OFFSET_OUT_OF_RANGE:
                 self._out_of_range(part, offset)
             elif error is not None:
-                part.error = error
-                part.go(E.FETCH_FAILED)
+                self._owe(part, error, E.FETCH_FAILED)
             else:
                 part.go(E.FETCH_ANSWERED)
                 if code:
@@ -738,10 +750,9 @@ class Fetcher:
             part.retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
             return
         if self.config.auto_offset_reset == "none":
-            part.error = NoOffsetForPartitionError(
+            self._owe(part, NoOffsetForPartitionError(
                 f"offset {offset} of {tp.topic}-{tp.partition} is out of range and"
-                " auto_offset_reset is 'none'; seek() to a valid offset")
-            part.go(E.FETCH_FAILED)
+                " auto_offset_reset is 'none'; seek() to a valid offset"), E.FETCH_FAILED)
         else:
             part.position = part.fetch_offset = None
             part.reset = self.config.auto_offset_reset
@@ -762,6 +773,7 @@ class Fetcher:
             part.chunks.append(chunk)
             part.buffered += chunk.size
             self._buffered += chunk.size
+            self._takeable = True
 
     def _release(self, sent: _Sent, backoff: bool) -> None:
         """Mark the partitions of ``sent`` fetchable again (after a back-off if it failed)."""

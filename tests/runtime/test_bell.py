@@ -70,3 +70,14 @@ def test_a_wait_without_timeout_blocks_until_rung() -> None:
     assert not done.wait(0.1)  # still waiting: nothing rang
     bell.ring()
     assert done.wait(10)
+
+
+def test_a_nan_timeout_looks_without_blocking() -> None:
+    # poll(float("nan")) computes a NaN wait: it must look and return, not wait for ever.
+    bell = Bell()
+    returned: list[bool] = []
+    waiter = threading.Thread(target=lambda: returned.append(bell.wait(float("nan"))),
+                              daemon=True)
+    waiter.start()
+    waiter.join(10)
+    assert returned == [False]

@@ -21,7 +21,11 @@ import pytest
 
 from assignors import TopicPartition
 from groupkit.config import ConsumerConfig
-from groupkit.errors import CorruptRecordError, NoOffsetForPartitionError
+from groupkit.errors import (
+    CorruptRecordError,
+    NoOffsetForPartitionError,
+    TopicAuthorizationFailedError,
+)
 from groupkit.protocol.messages.fetch import (
     FetchRequest,
     FetchResponse,
@@ -385,6 +389,48 @@ def test_out_of_range_with_reset_none_raises_a_clear_error() -> None:
         future.set_result(out_of_range())
         assert woken.wait(10)
         with pytest.raises(NoOffsetForPartitionError, match="seek"):
+            fetcher.take(100)
+    finally:
+        fetcher.close(5)
+
+
+class NoOffset:
+    """The offsets lookup: no committed offset and auto_offset_reset 'none'."""
+
+    def list_offsets(self, tps: list[TopicPartition], strategy: str,
+                     timeout: float) -> dict[TopicPartition, int]:
+        raise NoOffsetForPartitionError("no committed offset and auto_offset_reset is 'none'")
+
+
+def _out_of_range_with_reset_none(fetcher: Fetcher, cluster: FakeCluster) -> None:
+    cluster.conn.next_request(1)[1].set_result(out_of_range())
+
+
+def _unauthorized(fetcher: Fetcher, cluster: FakeCluster) -> None:
+    cluster.conn.next_request(1)[1].set_result(FetchResponse(responses=[FetchResponseTopic(
+        topic="t", partitions=[FetchResponsePartition(
+            partition_index=0, error_code=29, high_watermark=-1, records=None)])]))
+
+
+def _no_offset_found(fetcher: Fetcher, cluster: FakeCluster) -> None:
+    fetcher.seek(TP, None)
+
+
+@pytest.mark.parametrize(("cause", "error"), [
+    (_out_of_range_with_reset_none, NoOffsetForPartitionError),
+    (_unauthorized, TopicAuthorizationFailedError),
+    (_no_offset_found, NoOffsetForPartitionError),
+])
+def test_an_error_owed_after_a_take_found_nothing_is_raised_by_the_next_take(
+        cause: Callable[[Fetcher, FakeCluster], None], error: type[Exception]) -> None:
+    # An idle consumer's take returns without the lock once one found nothing buffered or
+    # owed: each way an error comes to be owed must end that.
+    fetcher, cluster, woken = start("read_uncommitted", reset="none", offsets=NoOffset())
+    try:
+        assert fetcher.take(100) == []
+        cause(fetcher, cluster)
+        assert woken.wait(10)
+        with pytest.raises(error):
             fetcher.take(100)
     finally:
         fetcher.close(5)
