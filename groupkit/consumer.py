@@ -68,7 +68,6 @@ __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 log = logging.getLogger(__name__)
 
 _GROUP_PURPOSE = "group"
-_CLOSED = "this consumer is closed; create a new one"
 #: How often a poll's hook event carries the partitions' progress (see ``_polled``).
 _PROGRESS_S = 0.1
 _P = ParamSpec("_P")
@@ -257,8 +256,7 @@ class Consumer:
     @_one_thread
     def poll(self, timeout: float = 0.0) -> list[ConsumerRecord]:
         """Records ready within ``timeout`` seconds (possibly none); runs listener callbacks."""
-        if self._closed:
-            raise IllegalStateError(_CLOSED)
+        self._check_open()
         # The runner is set before the poll or never: an idle member's polls call nothing that
         # has nothing to do.
         runner = self._runner
@@ -601,7 +599,7 @@ class Consumer:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise IllegalStateError(_CLOSED)
+            raise IllegalStateError("this consumer is closed; create a new one")
 
     def _info(self, message: str, *args: object) -> None:
         """An INFO line of the member's life, naming the group and the member id (as Java's
