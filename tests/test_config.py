@@ -81,3 +81,36 @@ def test_secrets_stay_out_of_repr():
 def test_assignors_are_checked_when_the_config_is_built(assignors, message):
     with pytest.raises(ConfigError, match=message):
         ConsumerConfig(bootstrap_servers="h:1", group_id="g", assignors=assignors)
+
+
+def _fail_if_scanned():
+    raise AssertionError("the plugin entry points were scanned for a built-in name")
+
+
+def test_built_in_assignor_names_are_checked_without_scanning_the_plugins(monkeypatch):
+    # The scan loads importlib.metadata (megabytes of an idle member's memory): a config with
+    # built-in names only, the default among them, must not need it.
+    monkeypatch.setattr("assignors.registry._plugins", _fail_if_scanned)
+    ConsumerConfig(bootstrap_servers="h:1", group_id="g")
+    ConsumerConfig(bootstrap_servers="h:1", group_id="g",
+                   assignors=["range", "roundrobin", "sticky"])
+
+
+def test_a_plugin_assignor_name_is_found_by_the_scan_and_accepted(monkeypatch):
+    from assignors import RangeAssignor
+
+    class EntryPoint:
+        name = "ranged"
+
+        def load(self):
+            return RangeAssignor
+
+    scans = []
+    monkeypatch.setattr("assignors.registry._plugins",
+                        lambda: scans.append(1) or [EntryPoint()])
+    config = ConsumerConfig(bootstrap_servers="h:1", group_id="g", assignors=["ranged"])
+    assert config.assignors == ("ranged",)
+    assert scans
+    with pytest.raises(ConfigError, match="unknown partition assignor 'rangd'; did you mean"
+                                          " 'ranged'"):
+        ConsumerConfig(bootstrap_servers="h:1", group_id="g", assignors=["rangd"])

@@ -35,6 +35,15 @@ def test_a_plaintext_consumer_and_producer_load_none_of_the_heavy_modules() -> N
     assert loaded == ([] if native.available else ["crc32c"])
 
 
+def test_building_a_consumer_with_built_in_assignors_loads_none_of_them() -> None:
+    # The config's assignor check once scanned the plugin entry points for every name.
+    loaded = _loaded_after(
+        "from groupkit.consumer import Consumer\n"
+        "Consumer(bootstrap_servers='127.0.0.1:9', group_id='g').close()\n"
+        "Consumer(bootstrap_servers='127.0.0.1:9', group_id='g', assignors=['range']).close()\n")
+    assert loaded == ([] if native.available else ["crc32c"])
+
+
 def test_each_feature_loads_its_module_when_used() -> None:
     loaded = _loaded_after(
         "from groupkit.protocol.compression import compress, decompress\n"
