@@ -18,7 +18,7 @@ from assignors.cooperative import (
     validate_cooperative,
 )
 from assignors.range import RangeAssignor
-from assignors.registry import ENTRY_POINT_GROUP, available, lookup, resolve
+from assignors.registry import ENTRY_POINT_GROUP, available, known, lookup, resolve
 from assignors.roundrobin import RoundRobinAssignor
 from assignors.sticky import CooperativeStickyAssignor, StickyAssignor
 
@@ -36,6 +36,7 @@ __all__ = [
     "StickyAssignor",
     "TopicPartition",
     "available",
+    "known",
     "lookup",
     "member_order",
     "resolve",

@@ -35,6 +35,12 @@ def available() -> list[str]:
     return [*BUILTINS, *plugins]
 
 
+def known(name: str) -> bool:
+    """Whether ``lookup`` accepts ``name``. A built-in name is answered without the plugin
+    scan (plugins cannot shadow one: ``lookup`` takes the built-in first)."""
+    return name in BUILTINS or any(ep.name == name for ep in _plugins())
+
+
 def lookup(name: str) -> Assignor:
     """A new instance of the assignor called ``name``.
 

@@ -12,8 +12,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from assignors import Assignor, available, resolve
-from assignors.registry import BUILTINS
+from assignors import Assignor, available, known, resolve
 from groupkit.errors import ConfigError
 from groupkit.group.backoff import Backoff
 from groupkit.group.consumer_protocol import choose_rebalance_protocol
@@ -213,15 +212,16 @@ class ConsumerConfig(ClientConfig):
 def _check_assignors(specs: tuple[Any, ...]) -> None:
     """Unknown names, duplicates and assignors sharing no rebalance protocol fail when the
     client is built (Java: ConfigException from the consumer's constructor), not at join.
-    Built-in names are checked without the plugin scan, which loads importlib.metadata and
-    reads every installed distribution (about 1.5 MiB resident and 25 ms of CPU in a
-    consumer's constructor): only another name needs it."""
+    ``known`` answers built-in names without the plugin scan, which loads importlib.metadata
+    and reads every installed distribution (about 1.5 MiB resident and 25 ms of CPU in a
+    consumer's constructor)."""
     for spec in specs:
-        if isinstance(spec, str) and spec not in BUILTINS and spec not in (known := available()):
-            close = difflib.get_close_matches(spec, known, n=1)
+        if isinstance(spec, str) and not known(spec):
+            choices = available()
+            close = difflib.get_close_matches(spec, choices, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ConfigError(f"unknown partition assignor {spec!r}; {hint}known: "
-                              f"{', '.join(known)} (plugins register more under the"
+                              f"{', '.join(choices)} (plugins register more under the"
                               " 'groupkit.assignors' entry point)")
         if not isinstance(spec, str | Assignor):
             raise ConfigError(f"assignors takes names or Assignor instances, not {spec!r}")

@@ -17,6 +17,7 @@ from assignors import (
     RoundRobinAssignor,
     StickyAssignor,
     available,
+    known,
     lookup,
     resolve,
 )
@@ -112,3 +113,17 @@ def test_a_plugin_must_build_an_assignor(monkeypatch):
     with pytest.raises(ConfigError, match="not an Assignor"):
         lookup("broken")
     assert "broken" in available()
+
+
+def test_known_answers_built_in_names_without_the_plugin_scan(monkeypatch):
+    class EntryPoint:
+        name = "plugged"
+
+    scans = []
+    monkeypatch.setattr("assignors.registry._plugins",
+                        lambda: scans.append(1) or [EntryPoint()])
+    assert known("range") and known("cooperative-sticky")
+    assert scans == []  # the scan loads importlib.metadata: built-in names never need it
+    assert known("plugged")
+    assert not known("rnage")
+    assert len(scans) == 2
