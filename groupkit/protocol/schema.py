@@ -223,13 +223,33 @@ def f(type_: Any, *, default: Any = _MISSING, versions: str = "0+", nullable: st
 
 @attrs.frozen
 class _StructType(Type):
-    """A single nested struct (not an array), e.g. a tagged struct field."""
+    """A single nested struct (not an array), e.g. a tagged struct field.
+
+    A nullable one is preceded by an int8 marker, as Kafka's generated code writes it: -1 for
+    null, 1 for a struct that follows (ConsumerGroupHeartbeatResponse's ``Assignment``).
+    """
 
     cls: Any
 
+    nullable_ok = True
+
     def codec(self, version: int, flexible: bool, nullable: bool) -> tuple[WriteFn, ReadFn]:
         plan = _plan(self.cls, version, flexible)
-        return plan.write, plan.read
+        if not nullable:
+            return plan.write, plan.read
+        write_struct, read_struct = plan.write, plan.read
+
+        def write(w: Writer, value: Any) -> None:
+            if value is None:
+                w.int8(-1)
+                return
+            w.int8(1)
+            write_struct(w, value)
+
+        def read(r: Reader) -> Any:
+            return None if r.int8() < 0 else read_struct(r)
+
+        return write, read
 
     def natural_default(self, nullable: bool) -> Any:
         return None
