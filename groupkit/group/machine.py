@@ -6,153 +6,59 @@ The runtime feeds it decoded responses (``on_response``), request failures
 and carries out what ``poll`` returns: requests to send and facts for the application. The
 state changes themselves are in ``states.TRANSITIONS``; error codes are read only through
 ``error_actions.action_for``, and what the member does about each action only through
-``states.REACTIONS`` (in ``_react``).
+``states.REACTIONS`` (in ``reactions``).
+
+The machine is built in layers, one job per module: ``membership`` (the member's record and
+the moves every path shares), ``reactions`` (error codes), ``responses`` (the coordinator's
+answers), and this module (the inputs, the timers, and what the runtime may read).
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 
-import attrs
-
-from groupkit.errors import (
-    CommitFailedError,
-    ErrorCode,
-    GroupkitError,
-    IllegalStateError,
-    error_for_code,
-)
+from groupkit.errors import CommitFailedError, IllegalStateError
 from groupkit.group import requests
-from groupkit.group.backoff import Backoff
-from groupkit.group.config import GroupConfig
-from groupkit.group.error_actions import Action, Api, action_for
+from groupkit.group.error_actions import Api
+from groupkit.group.membership import InFlight
 from groupkit.group.outputs import (
-    Assigned,
     CommitFence,
     Coordinator,
-    CoordinatorChanged,
-    CoordinatorLost,
     Destination,
-    Fatal,
     Left,
-    Lost,
     Output,
     RequestDecision,
-    Revoked,
-    Send,
 )
-from groupkit.group.protocol import GroupMember, GroupProtocol
+from groupkit.group.reactions import Failure
 from groupkit.group.requests import RESPONSE_TYPES, RequestKind
+from groupkit.group.responses import AnsweringMember
 from groupkit.group.states import (
     ACTIVE_STATES,
     HEARTBEAT_STATES,
     TERMINAL_STATES,
     MemberState,
-    Reaction,
     Trigger,
-    next_state,
-    reaction_for,
 )
 from groupkit.protocol.messages.find_coordinator import FindCoordinatorResponse
 from groupkit.protocol.messages.group import (
-    HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupResponse,
-    SyncGroupRequestAssignment,
     SyncGroupResponse,
 )
-from groupkit.protocol.schema import Request, Response
+from groupkit.protocol.schema import Response
 
 S = MemberState
 T = Trigger
-R = Reaction
-
-@attrs.frozen
-class _Failure:
-    """A request the broker answered with error ``code``, and what a reaction may need of it."""
-
-    api: Api
-    code: int
-    #: The broker's error_message, if it sent one.
-    message: str | None = None
-    #: The member id a JoinGroup answer handed out (MEMBER_ID_REQUIRED).
-    member_id: str = ""
-    #: The runtime's attempt count of an OffsetCommit/OffsetFetch (the back-off grows with it).
-    attempt: int = 1
-    #: Whether an OffsetCommit was sent in the member's current generation, outside a rebalance.
-    fence_current: bool = False
 
 
-#: How the reasons in outputs and logs name each API.
-_API_NAMES = {
-    Api.FIND_COORDINATOR: "FindCoordinator",
-    Api.JOIN_GROUP: "JoinGroup",
-    Api.SYNC_GROUP: "SyncGroup",
-    Api.HEARTBEAT: "Heartbeat",
-    Api.OFFSET_COMMIT: "OffsetCommit",
-    Api.OFFSET_FETCH: "OffsetFetch",
-}
-
-
-@attrs.frozen
-class _InFlight:
-    kind: RequestKind
-    generation_id: int
-    member_id: str
-    closing: bool = False
-
-
-@attrs.define
-class GroupMachine:
+class GroupMachine(AnsweringMember):
     """One member of one group. Not thread-safe: one runtime thread drives it.
 
-    ``jitter`` is the random source of the retry back-off (``random.random`` by default).
+    Built as ``GroupMachine(config, protocol, jitter=random.random)``; ``jitter`` is the random
+    source of the retry back-off.
     """
 
-    config: GroupConfig
-    protocol: GroupProtocol
-    jitter: Callable[[], float] = random.random
-
-    _state: MemberState = attrs.field(init=False, default=S.UNJOINED)
-    _started: bool = attrs.field(init=False, default=False)
-    _outputs: list[Output] = attrs.field(init=False, factory=list)
-    _backoff: Backoff = attrs.field(init=False)
-    _next_token: int = attrs.field(init=False, default=1)
-    _inflight: dict[int, _InFlight] = attrs.field(init=False, factory=dict)
-    _main: int | None = attrs.field(init=False, default=None)
-    _heartbeat: int | None = attrs.field(init=False, default=None)
-
-    _coordinator: Coordinator | None = attrs.field(init=False, default=None)
-    _member_id: str = attrs.field(init=False, default="")
-    _generation_id: int = attrs.field(init=False, default=-1)
-    _protocol_name: str | None = attrs.field(init=False, default=None)
-    _leader_id: str | None = attrs.field(init=False, default=None)
-    _offered: tuple[str, ...] = attrs.field(init=False, default=())
-    _assignment: bytes | None = attrs.field(init=False, default=None)
-    _owned: frozenset[Hashable] = attrs.field(init=False, factory=frozenset)
-    _owned_protocol: str | None = attrs.field(init=False, default=None)
-    _rejoin_needed: bool = attrs.field(init=False, default=False)
-    _rejoin_reason: str = attrs.field(init=False, default="")
-    _revoke_pending: bool = attrs.field(init=False, default=False)
-    _failures: int = attrs.field(init=False, default=0)
-
-    _retry_at: float | None = attrs.field(init=False, default=None)
-    _request_deadline: float | None = attrs.field(init=False, default=None)
-    _heartbeat_due: float = attrs.field(init=False, default=0.0)
-    #: The last Heartbeat sent, sent again while the generation and member id stay: requests
-    #: are frozen values, and the connection re-sends the same object's frame without encoding.
-    #: With it, what ``_inflight`` records for each of its sends (frozen too, of the same
-    #: generation and member id, so one serves them all).
-    _beat: tuple[HeartbeatRequest, _InFlight] | None = attrs.field(init=False, default=None)
-    #: The last ``commit_fence()`` value, handed out again while it is still the member's.
-    _fence: CommitFence | None = attrs.field(init=False, default=None)
-    _session_deadline: float | None = attrs.field(init=False, default=None)
-    _poll_deadline: float | None = attrs.field(init=False, default=None)
-
-    def __attrs_post_init__(self) -> None:
-        self._backoff = Backoff(
-            self.config.retry_backoff_ms, self.config.retry_backoff_max_ms, self.jitter)
+    __slots__ = ()
 
     # --- what the runtime may read -------------------------------------------------------------
 
@@ -399,270 +305,18 @@ class GroupMachine:
                    and fence.member_id == self._member_id
                    and self._state in ACTIVE_STATES
                    and self._state not in (S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE))
-        decision = self._react(_Failure(Api.OFFSET_COMMIT, code, attempt=attempt,
+        decision = self._react(Failure(Api.OFFSET_COMMIT, code, attempt=attempt,
                                         fence_current=current), now)
         self._drive(now)
         return decision
 
     def on_offset_fetch_error(self, code: int, now: float, attempt: int = 1) -> RequestDecision:
         """Decide about an OffsetFetch that failed with ``code``."""
-        decision = self._react(_Failure(Api.OFFSET_FETCH, code, attempt=attempt), now)
+        decision = self._react(Failure(Api.OFFSET_FETCH, code, attempt=attempt), now)
         self._drive(now)
         return decision
 
-    # --- response handlers ---------------------------------------------------------------------
-
-    def _on_find(self, resp: FindCoordinatorResponse, now: float) -> None:
-        code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
-        message = resp.error_message
-        if resp.coordinators:
-            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            for entry in resp.coordinators:
-                if entry.key == self.config.group_id:
-                    code, node_id, host, port, message = (
-                        entry.error_code, entry.node_id, entry.host, entry.port,
-                        entry.error_message)
-        if not code and not host:
-            # a v4+ answer with no entry, or one without an address: not usable yet
-            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if code:
-            self._react(_Failure(Api.FIND_COORDINATOR, code, message=message or None), now)
-            return
-        self._failures = 0
-        self._retry_at = None
-        self._coordinator = Coordinator(node_id, host, port)
-        self._outputs.append(CoordinatorChanged(node_id, host, port))
-        self._session_deadline = now + self.config.session_timeout_ms / 1000
-        self._heartbeat_due = now
-        if self._revoke_pending or self._rejoin_needed or self._generation_id < 0 \
-                or self._assignment is None:
-            self._rejoin(now)
-        else:
-            self._go(T.HEARTBEAT_RESUMED)
-
-    def _on_join(self, resp: JoinGroupResponse, now: float) -> None:
-        code = resp.error_code
-        if code:
-            self._react(_Failure(Api.JOIN_GROUP, code, member_id=resp.member_id), now)
-            return
-        if (resp.protocol_type is not None and resp.protocol_type != self.protocol.protocol_type) \
-                or resp.protocol_name not in self._offered:
-            self._fail(error_for_code(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)(
-                f"the coordinator chose {resp.protocol_type!r}/{resp.protocol_name!r}, which this"
-                f" member did not offer ({self.protocol.protocol_type!r}/{list(self._offered)})"))
-            return
-        self._failures = 0
-        self._member_id = resp.member_id
-        self._generation_id = resp.generation_id
-        self._protocol_name = resp.protocol_name
-        self._leader_id = resp.leader
-        assignments: list[SyncGroupRequestAssignment] = []
-        if resp.leader == resp.member_id and not resp.skip_assignment:
-            members = [GroupMember(m.member_id, m.group_instance_id, m.metadata)
-                       for m in resp.members]
-            try:
-                result = self.protocol.assign(resp.protocol_name, members)
-                assignments = requests.leader_assignments(members, result)
-            except GroupkitError as exc:
-                self._fail(exc)
-                return
-        self._go(T.JOINED)
-        self._session_deadline = now + self.config.session_timeout_ms / 1000
-        self._heartbeat_due = now + self.config.heartbeat_interval_ms / 1000
-        timeout_ms = requests.join_timeout_ms(self.config)
-        self._main = self._send(RequestKind.SYNC, requests.sync_group(
-            self.config, self._generation_id, self._member_id, self.protocol.protocol_type,
-            self._protocol_name, assignments), timeout_ms)
-        self._request_deadline = now + timeout_ms / 1000
-
-    def _on_sync(self, resp: SyncGroupResponse, now: float) -> None:
-        code = resp.error_code
-        if code:
-            self._react(_Failure(Api.SYNC_GROUP, code), now)
-            return
-        name = self._protocol_name or ""
-        if (resp.protocol_type is not None and resp.protocol_type != self.protocol.protocol_type) \
-                or (resp.protocol_name is not None and resp.protocol_name != name):
-            self._fail(error_for_code(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)(
-                f"SyncGroup answered for {resp.protocol_type!r}/{resp.protocol_name!r}, but the"
-                f" group joined with {self.protocol.protocol_type!r}/{name!r}"))
-            return
-        try:
-            units = frozenset(self.protocol.on_assignment(name, resp.assignment,
-                                                          self._generation_id))
-        except GroupkitError as exc:
-            self._fail(exc)
-            return
-        added, revoked = units - self._owned, self._owned - units
-        if revoked and not self.protocol.is_cooperative(name):
-            # The member kept these through the join because its last generation was
-            # cooperative, but the group now chose an eager assignor (a member that only
-            # speaks range joined), whose leader gave them to others in this same generation.
-            # They are lost, not revoked: a revoke would commit for partitions another member
-            # already owns in this generation. Java and librdkafka never meet this (one
-            # protocol for all configured assignors); groupkit's default list mixes both.
-            self._outputs.append(Lost(revoked, f"the group switched to the eager {name!r}"
-                                               " assignor, which gave them to other members"))
-            revoked = frozenset()
-        self._owned, self._owned_protocol, self._assignment = units, name, resp.assignment
-        self._failures = 0
-        self._go(T.SYNCED)
-        self._session_deadline = now + self.config.session_timeout_ms / 1000
-        self._outputs.append(Assigned(
-            generation_id=self._generation_id, member_id=self._member_id, protocol_name=name,
-            assignment=resp.assignment, units=units, added=added, revoked=revoked))
-        if self._rejoin_needed:
-            self._rejoin(now)
-
-    def _on_heartbeat(self, req: _InFlight, resp: HeartbeatResponse, now: float) -> None:
-        if req.generation_id != self._generation_id or req.member_id != self._member_id:
-            return
-        code = resp.error_code
-        if not code:
-            self._failures = 0
-            self._session_deadline = now + self.config.session_timeout_ms / 1000
-            return
-        self._react(_Failure(Api.HEARTBEAT, code), now)
-
-    # --- reactions to error codes --------------------------------------------------------------
-
-    def _react(self, failure: _Failure, now: float) -> RequestDecision:
-        """Do what ``states.REACTIONS`` says about ``failure``; the decision is what the runtime
-        does with an OffsetCommit/OffsetFetch (group requests are retried by the machine)."""
-        action = action_for(failure.api, failure.code)
-        reaction = reaction_for(failure.api, action)
-        error = error_for_code(failure.code)(failure.message)
-        reason = f"{_API_NAMES[failure.api]} answered {error.name}"
-        retry_after = None
-        if reaction in (R.RETRY_REQUEST, R.REDISCOVER_AND_RETRY):
-            retry_after = self._backoff.delay(failure.attempt)
-        match reaction:
-            case R.RETRY_FIND:
-                self._back_off(now)
-            case R.DELAY_JOIN:
-                self._delay_join(now)
-            case R.DELAY_HEARTBEAT:
-                self._failures += 1
-                self._heartbeat_due = now + self._backoff.delay(self._failures)
-            case R.ADOPT_MEMBER_ID:
-                self._member_id = failure.member_id
-                self._send_join(now, "rejoining with the member id the coordinator gave")
-            case R.REDISCOVER:
-                self._coordinator_lost(now, reason, back_off=True)
-            case R.REDISCOVER_AND_RETRY:
-                if self._coordinator is not None and self._state in ACTIVE_STATES:
-                    self._coordinator_lost(now, reason, back_off=True)
-            case R.MEMBERSHIP:
-                self._membership_error(action, now, reason)
-            case R.REBALANCE_NOTICED:
-                # The coordinator answered, so it is alive; outside STABLE a rebalance is
-                # already under way.
-                self._session_deadline = now + self.config.session_timeout_ms / 1000
-                if self._state is S.STABLE:
-                    self._rejoin_needed = True
-                    self._rejoin_reason = "the coordinator started a rebalance"
-                    self._rejoin(now)
-            case R.REFUSE_COMMIT:
-                if failure.fence_current:
-                    self._membership_error(action, now, reason)
-                return RequestDecision(action, None, CommitFailedError(
-                    f"the commit was refused ({error}); the group has rebalanced"))
-            case R.STOP:
-                self._fail(error)
-                return RequestDecision(action, None, error)
-            case R.FAIL_REQUEST:
-                return RequestDecision(action, None, error)
-            case R.RETRY_REQUEST:
-                pass
-        return RequestDecision(action, retry_after, None)
-
-    def _membership_error(self, action: Action, now: float, reason: str) -> None:
-        """Forget what ``action`` names as stale (REJOIN: nothing), then rejoin once the
-        coordinator is known."""
-        if action is not Action.REJOIN:
-            if action is Action.RESET_MEMBER:
-                self._member_id = ""
-            self._reset_generation(reason)
-        self._rejoin_needed = True
-        self._rejoin_reason = reason
-        if self._state is not S.COORDINATOR_UNKNOWN:
-            self._rejoin(now)
-
-    def _reset_generation(self, reason: str) -> None:
-        if self._owned:
-            self._outputs.append(Lost(self._owned, reason))
-        self._generation_id = -1
-        self._owned = frozenset()
-        self._owned_protocol = None
-        self._assignment = None
-        self._revoke_pending = False
-
-    def _rejoin(self, now: float) -> None:
-        """Rejoin now, giving up everything first if the current protocol is eager."""
-        if self._state is S.REVOKING and self._revoke_pending:
-            return
-        if self._owned and not self.protocol.is_cooperative(self._owned_protocol or ""):
-            self._outputs.append(Revoked(self._generation_id, self._owned))
-            self._owned = frozenset()
-            self._revoke_pending = True
-            self._go(T.REVOKE_STARTED)
-        elif self._revoke_pending:
-            self._go(T.REVOKE_STARTED)
-        else:
-            self._send_join(now, self._rejoin_reason)
-
-    def _coordinator_lost(self, now: float, reason: str, back_off: bool) -> None:
-        if self._state in (S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE):
-            self._rejoin_needed = True
-        if self._coordinator is not None:
-            self._outputs.append(CoordinatorLost(reason))
-        self._coordinator = None
-        self._abandon()
-        self._go(T.COORDINATOR_LOST)
-        if back_off:
-            self._back_off(now)
-        else:
-            self._retry_at = None
-
-    def _delay_join(self, now: float) -> None:
-        """Rejoin after a back-off, keeping the coordinator (it is busy, not gone)."""
-        self._abandon()
-        self._go(T.JOIN_DELAYED)
-        self._back_off(now)
-
-    def _back_off(self, now: float) -> None:
-        self._failures += 1
-        self._retry_at = now + self._backoff.delay(self._failures)
-
-    def _fail(self, error: GroupkitError) -> None:
-        if self._state in TERMINAL_STATES:
-            return
-        if self._owned:
-            self._outputs.append(Lost(self._owned, f"the member stopped: {error}"))
-        self._owned = frozenset()
-        self._assignment = None
-        self._revoke_pending = False
-        self._abandon()
-        self._go(T.FAILED)
-        self._outputs.append(Fatal(error))
-
-    def _finish_leave(self, reason: str) -> None:
-        self._abandon()
-        self._generation_id = -1
-        self._member_id = ""
-        self._go(T.LEAVE_FINISHED if self._state is S.LEAVING else T.STOPPED)
-        self._outputs.append(Left(reason))
-
-    def _abandon(self) -> None:
-        """Forget the requests in flight to the coordinator (their answers will be ignored)."""
-        for token in (self._main, self._heartbeat):
-            if token is not None:
-                self._inflight.pop(token, None)
-        self._main = None
-        self._heartbeat = None
-        self._request_deadline = None
-
-    # --- timers and sending --------------------------------------------------------------------
+    # --- timers and driving ----------------------------------------------------------------
 
     def _fire_timers(self, now: float) -> None:
         st = self._state
@@ -698,7 +352,7 @@ class GroupMachine:
                         or beat[1].member_id != self._member_id:
                     beat = self._beat = (
                         requests.heartbeat(self.config, self._generation_id, self._member_id),
-                        _InFlight(RequestKind.HEARTBEAT, self._generation_id, self._member_id))
+                        InFlight(RequestKind.HEARTBEAT, self._generation_id, self._member_id))
                 self._heartbeat = self._send_recorded(beat[1], beat[0])
                 self._heartbeat_due = now + self.config.heartbeat_interval_ms / 1000
         elif st is S.COORDINATOR_UNKNOWN:
@@ -724,37 +378,3 @@ class GroupMachine:
         self._retry_at = None
         self._go(T.POLL_TIMED_OUT)
         self._outputs.append(Left(reason))
-
-    def _send_join(self, now: float, reason: str) -> None:
-        protocols = list(self.protocol.join_protocols(self._owned, self._generation_id))
-        self._offered = tuple(name for name, _ in protocols)
-        self._rejoin_needed = False
-        self._retry_at = None
-        self._abandon()
-        self._go(T.JOIN_SENT)
-        timeout_ms = requests.join_timeout_ms(self.config)
-        self._main = self._send(RequestKind.JOIN, requests.join_group(
-            self.config, self.protocol.protocol_type, self._member_id, protocols, reason),
-            timeout_ms)
-        self._request_deadline = now + timeout_ms / 1000
-
-    def _send_leave(self, reason: str, closing: bool) -> None:
-        self._send(RequestKind.LEAVE, requests.leave_group(self.config, self._member_id, reason),
-                   None, closing=closing)
-
-    def _send(self, kind: RequestKind, request: Request, timeout_ms: int | None = None,
-              destination: Destination = Destination.COORDINATOR, closing: bool = False) -> int:
-        return self._send_recorded(_InFlight(kind, self._generation_id, self._member_id, closing),
-                                   request, timeout_ms, destination)
-
-    def _send_recorded(self, inflight: _InFlight, request: Request, timeout_ms: int | None = None,
-                       destination: Destination = Destination.COORDINATOR) -> int:
-        token = self._next_token
-        self._next_token = token + 1
-        self._inflight[token] = inflight
-        self._outputs.append(Send(token, request, destination, timeout_ms))
-        return token
-
-    def _go(self, trigger: Trigger) -> None:
-        self._state = next_state(self._state, trigger)
-
