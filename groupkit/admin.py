@@ -286,9 +286,10 @@ class Admin:
         for topic in topics:
             for p in topic.partitions:
                 _check(p.error_code, f"{topic.name}-{p.partition_index}")
-                if p.committed_offset >= 0:
-                    offsets[TopicPartition(topic.name, p.partition_index)] = OffsetAndMetadata(
-                        p.committed_offset, p.metadata, p.committed_leader_epoch)
+                found = OffsetAndMetadata.from_wire(p.committed_offset, p.metadata,
+                                                    p.committed_leader_epoch)
+                if found is not None:
+                    offsets[TopicPartition(topic.name, p.partition_index)] = found
         return offsets
 
     def alter_consumer_group_offsets(
@@ -305,12 +306,12 @@ class Admin:
             raise ConfigError("alter_consumer_group_offsets needs at least one partition")
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
         for tp, value in offsets.items():
+            if not isinstance(value, OffsetAndMetadata) and value < 0:
+                raise ConfigError(f"offset for {tp[0]}-{tp[1]} must be >= 0, not {value}")
             stored = value if isinstance(value, OffsetAndMetadata) else OffsetAndMetadata(value)
-            if stored.offset < 0:
-                raise ConfigError(f"offset for {tp[0]}-{tp[1]} must be >= 0, not {stored.offset}")
             by_topic[tp[0]].append(OffsetCommitRequestPartition(
                 partition_index=tp[1], committed_offset=stored.offset,
-                committed_leader_epoch=stored.leader_epoch,
+                committed_leader_epoch=stored.wire_leader_epoch,
                 committed_metadata=stored.metadata))
         request = OffsetCommitRequest(
             group_id=group_id, generation_id_or_member_epoch=-1, member_id="",

@@ -469,15 +469,24 @@ class Consumer:
     def _commit_offsets(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
                         ) -> dict[TopicPartition, int | OffsetAndMetadata]:
         if offsets is not None:
-            return {TopicPartition(*tp): o if isinstance(o, OffsetAndMetadata) else int(o)
-                    for tp, o in offsets.items()}
+            chosen = {TopicPartition(*tp): o if isinstance(o, OffsetAndMetadata) else int(o)
+                      for tp, o in offsets.items()}
+            for tp, o in chosen.items():
+                if isinstance(o, int) and o < 0:
+                    raise ConfigError(f"the offset to commit for {tp.topic}-{tp.partition} must"
+                                      f" be >= 0 (the next offset to read), not {o}")
+            return chosen
         positions = self._fetcher.positions()
         return {tp: o for tp, o in positions.items() if tp in self._assigned}
 
     @_one_thread
     def committed(self, partitions: Iterable[TopicPartition],
-                  timeout: float | None = None) -> dict[TopicPartition, int | None]:
-        """The group's committed offset of each partition (None where it has none)."""
+                  timeout: float | None = None) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The group's committed ``OffsetAndMetadata`` of each partition (None where it has
+        none), as Java's ``committed``: the offset, the commit's metadata and its leader epoch.
+
+        It once returned plain offsets: ``.offset`` reads the number (README, "Migrating").
+        """
         self._check_open()
         return self._offsets.committed([TopicPartition(*tp) for tp in partitions],
                                        self._timeout(timeout))

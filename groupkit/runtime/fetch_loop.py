@@ -136,7 +136,7 @@ class FetchLoop(AnswerHandling):
             if normal and self.offsets is not None and self.config.group_id is not None:
                 committed = self.offsets.committed(
                     normal, self.config.request_timeout_ms / 1000)
-                found.update({tp: o for tp, o in committed.items() if o is not None})
+                found.update({tp: o.offset for tp, o in committed.items() if o is not None})
             by_reset: dict[str, list[TopicPartition]] = collections.defaultdict(list)
             for tp, _, reset in todo:
                 if tp not in found:

@@ -59,7 +59,7 @@ from groupkit.protocol.messages.offset_fetch import (
 )
 from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.group_runner import GroupRunner
-from groupkit.values import OffsetAndMetadata
+from groupkit.values import NO_LEADER_EPOCH, OffsetAndMetadata
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +112,9 @@ class OffsetStore:
     # --- reading -------------------------------------------------------------------------------
 
     def committed(self, partitions: Iterable[TopicPartition],
-                  timeout: float) -> dict[TopicPartition, int | None]:
-        """The committed offset of each partition (None where the group has none)."""
+                  timeout: float) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """The committed offset, metadata and leader epoch of each partition (None where the
+        group has none)."""
         wanted = sorted(set(partitions))
         if not wanted:
             return {}
@@ -131,7 +132,7 @@ class OffsetStore:
                 self._pause(attempt, deadline, exc, "OffsetFetch")
 
     def _fetch_committed(self, wanted: list[TopicPartition],
-                         deadline: float) -> dict[TopicPartition, int | None]:
+                         deadline: float) -> dict[TopicPartition, OffsetAndMetadata | None]:
         # The coordinator lookup and the connect spend this call's deadline, as
         # ConsumerCoordinator.fetchCommittedOffsets(partitions, timer) does in the Java client.
         node = self.cluster.coordinator(self.group_id, deadline=deadline)
@@ -162,12 +163,15 @@ class OffsetStore:
         else:
             _raise_code(response.error_code, "OffsetFetch")
             entries = [(t.name, p) for t in response.topics for p in t.partitions]
-        result: dict[TopicPartition, int | None] = dict.fromkeys(wanted)
+        result: dict[TopicPartition, OffsetAndMetadata | None] = dict.fromkeys(wanted)
         for topic, part in entries:
             _raise_code(part.error_code, "OffsetFetch")
             tp = TopicPartition(topic, part.partition_index)
             if tp in result:
-                result[tp] = part.committed_offset if part.committed_offset >= 0 else None
+                # v5+ carries the leader epoch, every version the metadata (Java's
+                # ConsumerCoordinator builds its OffsetAndMetadata from the same three).
+                result[tp] = OffsetAndMetadata.from_wire(
+                    part.committed_offset, part.metadata, part.committed_leader_epoch)
         return result
 
     def list_offsets(self, partitions: Iterable[TopicPartition], strategy: str,
@@ -379,10 +383,16 @@ class OffsetStore:
         node = self.cluster.coordinator(self.group_id, deadline=deadline)
         by_topic: dict[str, list[OffsetCommitRequestPartition]] = collections.defaultdict(list)
         for tp, offset in sorted(offsets.items()):
-            stored = offset if isinstance(offset, OffsetAndMetadata) else OffsetAndMetadata(offset)
-            by_topic[tp.topic].append(OffsetCommitRequestPartition(
-                partition_index=tp.partition, committed_offset=stored.offset,
-                committed_leader_epoch=stored.leader_epoch, committed_metadata=stored.metadata))
+            if isinstance(offset, OffsetAndMetadata):
+                part = OffsetCommitRequestPartition(
+                    partition_index=tp.partition, committed_offset=offset.offset,
+                    committed_leader_epoch=offset.wire_leader_epoch,
+                    committed_metadata=offset.metadata)
+            else:
+                part = OffsetCommitRequestPartition(
+                    partition_index=tp.partition, committed_offset=offset,
+                    committed_leader_epoch=NO_LEADER_EPOCH, committed_metadata="")
+            by_topic[tp.topic].append(part)
         request = OffsetCommitRequest(
             group_id=self.group_id, generation_id_or_member_epoch=fence.generation_id,
             member_id=fence.member_id, group_instance_id=fence.group_instance_id,

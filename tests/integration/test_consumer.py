@@ -15,6 +15,7 @@ from groupkit.errors import CommitFailedError, IllegalStateError, NoOffsetForPar
 from groupkit.hooks import HeartbeatAnswered, RebalanceStarted
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
+from groupkit.values import OffsetAndMetadata
 from tests.support.broker_data import make_topic, produce
 from tests.support.peers import FAST_GROUP, GroupkitMember, owned_exactly_once
 from tests.support.waits import wait_for
@@ -72,12 +73,13 @@ def test_single_member_consumes_everything_and_commits(kafka_broker: LocalBroker
         consumer.commit()
         ends = {tp: consumer.position(tp) for tp in consumer.assignment()}
         assert sum(ends.values()) == 200
-        assert consumer.committed(consumer.assignment()) == ends
+        assert consumer.committed(consumer.assignment()) == {
+            tp: OffsetAndMetadata(end) for tp, end in ends.items()}
         answers: list[Any] = []
         consumer.commit_async({TP(topic, 0): 1}, callback=lambda o, e: answers.append((o, e)))
         wait_for(lambda: answers, 10, "the async commit callback", step=lambda: consumer.poll(0.1))
         assert answers == [({TP(topic, 0): 1}, None)]
-        assert consumer.committed([TP(topic, 0)])[TP(topic, 0)] == 1
+        assert consumer.committed([TP(topic, 0)]) == {TP(topic, 0): OffsetAndMetadata(1)}
     finally:
         consumer.close(10)
     # The hook raised on every event, yet the runner and fetcher carried on (and logged it).
@@ -137,7 +139,7 @@ def test_cooperative_member_keeps_its_partitions_through_a_rebalance(
                  lambda: first.poll(0.05))
         kept = first.assignment()
         first.commit()
-        assert first.committed(kept) == {tp: first.position(tp) for tp in kept}
+        assert first.committed(kept) == {tp: OffsetAndMetadata(first.position(tp)) for tp in kept}
 
         def step() -> None:
             first.poll(0.05)

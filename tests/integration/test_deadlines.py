@@ -100,7 +100,8 @@ def test_committed_answers_again_once_the_broker_resumes(
     thaw(broker)
     try:
         committed = consumer.committed([tp], timeout=30)
-        assert committed[tp] is not None and committed[tp] > 0
+        found = committed[tp]
+        assert found is not None and found.offset > 0
     finally:
         consumer.close(timeout=5)
 
