@@ -306,3 +306,18 @@ def test_producer_rows_decode_under_every_codec(compression: str | None) -> None
     assert (batch.compression, batch.base_offset, batch.last_offset) == (compression, 0, 49)
     assert (batch.producer_id, batch.partition_leader_epoch, batch.is_transactional) == (
         -1, -1, False)
+
+
+def test_encode_rows_stamps_the_producer_state() -> None:
+    """An idempotent or transactional producer's batch: its id, epoch, first sequence and the
+    transactional bit, the bytes encode_batch writes for the same records."""
+    rows = [(None, b"a", None, 1000), (b"k", b"b", None, 1001)]
+    stamped = encode_rows(rows, producer_id=7, producer_epoch=3, base_sequence=42,
+                          transactional=True)
+    batch = decode_batches(stamped)[0]
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (7, 3, 42)
+    assert batch.is_transactional and not batch.is_control
+    assert stamped == encode_batch([r[:2] + (None, r[3]) for r in rows], producer_id=7,
+                                   producer_epoch=3, base_sequence=42, transactional=True)
+    plain = decode_batches(encode_rows(rows))[0]
+    assert (plain.producer_id, plain.base_sequence, plain.is_transactional) == (-1, -1, False)

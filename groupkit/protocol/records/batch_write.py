@@ -150,16 +150,21 @@ def _batch(rows: Sequence[Row], deltas: Sequence[int] | None, last_delta: int, c
     return bytes(batch)
 
 
-def encode_rows(rows: Sequence[Row], *, compression: str | None = None) -> bytes:
+def encode_rows(rows: Sequence[Row], *, compression: str | None = None, producer_id: int = -1,
+                producer_epoch: int = -1, base_sequence: int = -1,
+                transactional: bool = False) -> bytes:
     """A v2 batch of producer rows ``(key, value, headers or None, timestamp)`` at offset 0.
 
     The producer's entry: rows go in as they are, without :func:`encode_batch`'s per-item
-    normalising, and come out as the bytes ``encode_batch`` writes for the same records.
+    normalising, and come out as the bytes ``encode_batch`` writes for the same records. An
+    idempotent producer stamps its id, epoch and the batch's first sequence number; a
+    transactional one also sets the transactional bit.
     """
     if not rows:
         raise ConfigError("a record batch needs at least one record; pass a non-empty list")
     codec = codec_id(compression)
-    return _batch(rows, None, len(rows) - 1, codec, codec)
+    return _batch(rows, None, len(rows) - 1, codec, codec | (0x10 if transactional else 0),
+                  0, producer_id, producer_epoch, base_sequence)
 
 
 def _normalise(records: Iterable[RecordInput], base_offset: int,
