@@ -104,6 +104,21 @@ class WakeupError(GroupkitError):
     that wants the consumer's thread back, usually a stop, was made on purpose."""
 
 
+class AbortableTransactionError(GroupkitError):
+    """The open transaction cannot commit (its cause says why): call ``abort_transaction()``,
+    then begin a new transaction; the producer stays usable (Java's abortable errors)."""
+
+
+class FatalTransactionError(GroupkitError):
+    """The producer can do no more transactional work (its cause says why): close it and create
+    a new one (Java's fatal errors; a fenced producer raises ProducerFencedError instead)."""
+
+
+class TransactionAbortedError(GroupkitError):
+    """The record's transaction was aborted before the record was written; send it again in a
+    new transaction if it is still wanted."""
+
+
 class InvalidAssignmentError(GroupkitError):
     """The leader's assignor gave a member no assignment, empty bytes, or named a stranger;
     fix the assignor so every member gets a real assignment."""
@@ -163,8 +178,8 @@ _FIX_REQUEST = "The request was rejected as invalid: check the setting named in 
 _ADMIN = "An admin operation failed; fix the request or the cluster state it names."
 _INTERNAL = ("An error between brokers or controllers that a consumer should not receive; report"
              " it with the broker logs.")
-_PRODUCER = ("A producer or transaction error; groupkit consumers do not produce"
-             " transactionally, so check the application that produced it.")
+_PRODUCER = ("A producer or transaction error: the idempotent or transactional producer acts on"
+             " it as the Java client does; if it reaches you, the message says what to do.")
 _ACL = "Grant the principal the ACL the message names, or use credentials that have it."
 _TOKEN = "A delegation-token error: check the token, its owner and the listener it is used on."
 _NEW_PROTOCOL = ("An error of the KIP-848 consumer protocol; groupkit uses the classic group"
@@ -593,6 +608,7 @@ def check_error(code: int, message: str | None = None) -> None:
 BROKER_ERRORS: dict[int, type[BrokerError]] = dict(sorted(_BY_CODE.items()))
 
 __all__ = [
+    "AbortableTransactionError",
     "ApiKey",
     "AuthenticationError",
     "BROKER_ERRORS",
@@ -601,6 +617,7 @@ __all__ = [
     "CorruptFrame",
     "CorruptRecordError",
     "ErrorCode",
+    "FatalTransactionError",
     "FieldVersionError",
     "FrameTooLarge",
     "GroupkitError",
@@ -608,6 +625,7 @@ __all__ = [
     "KafkaConnectionError",
     "NoBrokersAvailable",
     "RequestTimeoutError",
+    "TransactionAbortedError",
     "UnknownBrokerError",
     "WakeupError",
     "check_error",
