@@ -184,7 +184,8 @@ _ACL = "Grant the principal the ACL the message names, or use credentials that h
 _TOKEN = "A delegation-token error: check the token, its owner and the listener it is used on."
 _NEW_PROTOCOL = ("An error of the KIP-848 consumer protocol; groupkit uses the classic group"
                  " protocol, so the broker is answering the wrong API.")
-_SHARE = "An error of share groups (KIP-932), which groupkit does not use."
+_SHARE_SESSION = ("The broker lost or refused this member's share session; the ShareConsumer"
+                  " opens a new one on its next fetch (the records it held were released).")
 _STREAMS = "An error of Kafka Streams groups (KIP-1071), which groupkit does not use."
 
 
@@ -530,13 +531,18 @@ InvalidRegistrationError = _code(
 TransactionAbortableError = _code(
     ErrorCode.TRANSACTION_ABORTABLE, False, "The transaction failed but can be aborted.", _PRODUCER)
 InvalidRecordStateError = _code(
-    ErrorCode.INVALID_RECORD_STATE, False, "The record state is invalid for acknowledgement.", _SHARE)
+    ErrorCode.INVALID_RECORD_STATE, False, "The record state is invalid for acknowledgement:"
+    " it is no longer acquired by this member (its acquisition lock expired, or another member"
+    " holds it now).", "The broker will deliver it again (or already has); make processing"
+    " idempotent, or acknowledge well within the lock (group.share.record.lock.duration.ms).")
 ShareSessionNotFoundError = _code(
-    ErrorCode.SHARE_SESSION_NOT_FOUND, True, "The share session was not found.", _SHARE)
+    ErrorCode.SHARE_SESSION_NOT_FOUND, True, "The share session was not found.", _SHARE_SESSION)
 InvalidShareSessionEpochError = _code(
-    ErrorCode.INVALID_SHARE_SESSION_EPOCH, True, "The share session epoch is invalid.", _SHARE)
+    ErrorCode.INVALID_SHARE_SESSION_EPOCH, True, "The share session epoch is invalid.",
+    _SHARE_SESSION)
 FencedStateEpochError = _code(
-    ErrorCode.FENCED_STATE_EPOCH, False, "The share-group state epoch did not match.", _SHARE)
+    ErrorCode.FENCED_STATE_EPOCH, False, "The share-group state epoch did not match.",
+    _INTERNAL)
 InvalidVoterKeyError = _code(
     ErrorCode.INVALID_VOTER_KEY, False, "The voter key does not match the replica's.", _INTERNAL)
 DuplicateVoterError = _code(
@@ -558,7 +564,8 @@ StreamsTopologyFencedError = _code(
     ErrorCode.STREAMS_TOPOLOGY_FENCED, False, "The Streams topology epoch is outdated.", _STREAMS)
 ShareSessionLimitReachedError = _code(
     ErrorCode.SHARE_SESSION_LIMIT_REACHED, True, "The broker's share-session limit is reached.",
-    _SHARE)
+    "The ShareConsumer retries after a back-off; run fewer share consumers per broker or raise"
+    " the broker's group.share.max.share.sessions.")
 
 
 class UnknownBrokerError(BrokerError):
