@@ -1,7 +1,8 @@
 """``make bench``: every comparison benchmark in one run, and one table of ratios.
 
 Runs, in this order: record decoding (bench/decode.py, every codec), producing
-(bench/produce.py: acks=all, acks=0, lz4) and the consumer group (bench/group.py: join, first
+(bench/produce.py: acks=all, acks=0, lz4; and ``produce defaults``, groupkit and
+confluent-kafka each at its defaults in a fresh process, timed from before the import) and the consumer group (bench/group.py: join, first
 record, leave, kill, consume none/snappy with CPU and peak RSS, best of the rounds, idle CPU
 and RSS), groupkit against aiokafka, confluent-kafka and kafka-python on the same input in the
 same run, and prints their rows as one table. A ratio above 1x favours groupkit. ``--quick``
@@ -39,6 +40,7 @@ def main() -> None:
     rows = decode.measure(records, repeat)
     print(f"  decode done ({time.monotonic() - started:.0f} s)", flush=True)
     rows += produce.measure(records, max(1, repeat - 1))
+    rows += produce.measure_defaults(repeat=repeat)
     print(f"  produce done ({time.monotonic() - started:.0f} s)", flush=True)
     rows += group.measure(["--records", str(records), "--members", "1,4,16",
                            "--idle-seconds", "10" if args.quick else "30",

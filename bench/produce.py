@@ -4,7 +4,12 @@ Each client sends N records of 100 bytes (null keys, no headers) to its own 3-pa
 and flushes; the rate is N over the time from the first send to the end of the flush. Three
 settings, each with the same options for every client: acks=all uncompressed, acks=0
 uncompressed, acks=all lz4; linger 5 ms, 1,000,000-byte batches (confluent-kafka's default
-batch size). Every 1,000th record's delivery is checked (acks=all). The acks=0 row is skewed
+batch size).
+
+The ``defaults`` row is what a new user's script pays: groupkit and confluent-kafka each at its
+own defaults, in a fresh process (bench/produce_fresh.py) timed from before the client's import
+to the end of the flush, sending 300,000 records of 100 bytes to partition ``i % 4`` of its own
+4-partition topic; the rate is the records over that whole time. Every 1,000th record's delivery is checked (acks=all). The acks=0 row is skewed
 by the local broker, which answers acks=0 Produce requests (Kafka sends no answer): aiokafka's
 connection fails on the unexpected answer (so it sits out), and groupkit closes the connection
 as out of step and reconnects, as the Java client does on a correlation-id mismatch, so its
@@ -13,13 +18,15 @@ clients take turns R times and each keeps its best run, which evens out the nois
 machine.
 
     .venv/bin/python bench/produce.py [--records N] [--repeat R] [--settings all,0,lz4]
-        [--clients groupkit,confluent-kafka,aiokafka,kafka-python]
+        [--clients groupkit,confluent-kafka,aiokafka,kafka-python] [--defaults-records N]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -41,6 +48,11 @@ WAIT = 120.0
 #: name -> (acks, compression)
 SETTINGS = {"all": ("all", None), "0": (0, None), "lz4": ("all", "lz4")}
 CLIENTS = ("groupkit", "confluent-kafka", "aiokafka", "kafka-python")
+#: The defaults row: records per run, the partitions they go to, the clients it compares.
+DEFAULTS_RECORDS = 300_000
+DEFAULTS_PARTITIONS = 4
+DEFAULTS_CLIENTS = ("groupkit", "confluent-kafka")
+FRESH = Path(__file__).resolve().parent / "produce_fresh.py"
 
 Run = Callable[[str, str, int, "str | int", "str | None"], float]
 
@@ -160,6 +172,37 @@ RUNS: dict[str, Run] = {"groupkit": with_groupkit, "confluent-kafka": with_confl
                         "aiokafka": with_aiokafka, "kafka-python": with_kafka_python}
 
 
+def fresh_run(client: str, bootstrap: str, topic: str, n: int) -> dict[str, float]:
+    """One client at its defaults in a new process: seconds per phase and in all."""
+    done = subprocess.run([sys.executable, str(FRESH), client, bootstrap, topic, str(n)],
+                          capture_output=True, text=True, check=True, timeout=WAIT + 60)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def measure_defaults(n: int = DEFAULTS_RECORDS, repeat: int = 3,
+                     clients: tuple[str, ...] = DEFAULTS_CLIENTS,
+                     bootstrap: str | None = None) -> list[Row]:
+    """The ``produce defaults`` row: records/s from before the import to the end of the flush,
+    each client at its defaults in a fresh process, the clients taking turns ``repeat`` times;
+    each keeps its median run. Prints each run's phases."""
+    if bootstrap is None:
+        with LocalBroker() as broker:
+            return measure_defaults(n, repeat, clients, broker.bootstrap_servers)
+    runs: dict[str, list[dict[str, float]]] = {c: [] for c in clients}
+    with Admin(bootstrap_servers=bootstrap) as admin:
+        for round_ in range(repeat):
+            topics = {c: f"bench-defaults-{c}-{round_}-{time.monotonic_ns()}" for c in clients}
+            admin.create_topics(list(topics.values()), num_partitions=DEFAULTS_PARTITIONS)
+            for client in clients:
+                run = fresh_run(client, bootstrap, topics[client], n)
+                runs[client].append(run)
+                print("  defaults " + client + ": " + ", ".join(
+                    f"{phase} {seconds:.3f} s" for phase, seconds in run.items()), flush=True)
+    rates = {c: n / sorted(r["total"] for r in runs[c])[len(runs[c]) // 2] for c in clients}
+    return [Row("produce defaults", "rec/s", rates.get("groupkit"),
+                {c: rates[c] for c in clients if c != "groupkit"}, True)]
+
+
 def measure(n: int = 1_000_000, repeat: int = 2, settings: tuple[str, ...] = tuple(SETTINGS),
             clients: tuple[str, ...] = CLIENTS, bootstrap: str | None = None) -> list[Row]:
     """One row per setting: records/s of groupkit and each peer (best of ``repeat``)."""
@@ -198,13 +241,26 @@ def main() -> None:
                         help=f"comma-separated, from {', '.join(SETTINGS)}")
     parser.add_argument("--clients", default=",".join(CLIENTS),
                         help=f"comma-separated, from {', '.join(CLIENTS)}")
+    parser.add_argument("--defaults-records", type=int, default=DEFAULTS_RECORDS,
+                        help="records per run of the defaults row (0: leave the row out)")
     args = parser.parse_args()
     settings = tuple(s for s in args.settings.split(",") if s)
     clients = tuple(c for c in args.clients.split(",") if c)
     print(f"produce: {args.records:,} records of {len(VALUE)} B per client, linger {LINGER_MS} ms,"
           f" {BATCH_BYTES:,}-byte batches, {PARTITIONS} partitions, best of {args.repeat}"
           " (Tansu, loopback)")
-    print_rows(measure(args.records, args.repeat, settings, clients))
+    with LocalBroker() as broker:
+        rows = []
+        if args.defaults_records:
+            print(f"produce defaults: {args.defaults_records:,} records of {len(VALUE)} B, each"
+                  f" client at its defaults in a fresh process, median of {args.repeat}")
+            rows += measure_defaults(args.defaults_records, args.repeat,
+                                     tuple(c for c in DEFAULTS_CLIENTS if c in clients),
+                                     broker.bootstrap_servers)
+        if settings:
+            rows += measure(args.records, args.repeat, settings, clients,
+                            broker.bootstrap_servers)
+    print_rows(rows)
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print one line per API: key, name, version range, first flexible version."""
-    from groupkit.protocol.registry import REQUESTS
+    from groupkit.protocol.registry import load_all
 
-    for cls in sorted(REQUESTS.values(), key=lambda c: c.API_KEY):
+    for cls in sorted(load_all().values(), key=lambda c: c.API_KEY):
         name = cls.__name__.removesuffix("Request")
         flex = f", flexible from v{cls.FLEXIBLE_FROM}" if cls.FLEXIBLE_FROM is not None else ""
         print(f"{cls.API_KEY:>3}  {name:<20} v{cls.MIN_VERSION}-v{cls.MAX_VERSION}{flex}")

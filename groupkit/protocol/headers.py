@@ -17,7 +17,7 @@ import attrs
 
 from groupkit.errors import ApiKey, CorruptFrame, UnsupportedVersionError
 from groupkit.protocol.primitives import Reader, Writer
-from groupkit.protocol.registry import REQUESTS
+from groupkit.protocol.registry import MODULES, request_class
 from groupkit.protocol.schema import Request, Response
 
 log = logging.getLogger(__name__)
@@ -31,10 +31,10 @@ _R = TypeVar("_R", bound=Response)
 
 def _request_class(api_key: int) -> type[Request]:
     try:
-        return REQUESTS[api_key]
+        return request_class(api_key)
     except KeyError:
         raise UnsupportedVersionError(
-            f"groupkit has no schema for API key {api_key}; only keys {sorted(REQUESTS)} are known"
+            f"groupkit has no schema for API key {api_key}; only keys {sorted(MODULES)} are known"
         ) from None
 
 

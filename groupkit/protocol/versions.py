@@ -6,13 +6,45 @@ from collections.abc import Mapping
 
 from groupkit.errors import UnsupportedVersionError
 from groupkit.protocol.messages.api_versions import ApiVersionsResponse
-from groupkit.protocol.registry import REQUESTS
+from groupkit.protocol.registry import request_class
 
 VersionRanges = Mapping[int, tuple[int, int]]
 
-#: API key -> (lowest, highest) version groupkit can encode and decode.
+#: API key -> (lowest, highest) version groupkit can encode and decode: each request class's
+#: ``MIN_VERSION`` and ``MAX_VERSION``, written out so that negotiating does not import every
+#: schema (tests/protocol/test_versions.py holds the two equal).
 CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
-    key: (cls.MIN_VERSION, cls.MAX_VERSION) for key, cls in sorted(REQUESTS.items())
+    0: (0, 11),   # Produce
+    1: (0, 17),   # Fetch
+    2: (0, 9),    # ListOffsets
+    3: (0, 12),   # Metadata
+    8: (0, 9),    # OffsetCommit
+    9: (0, 9),    # OffsetFetch
+    10: (0, 6),   # FindCoordinator
+    11: (0, 9),   # JoinGroup
+    12: (0, 4),   # Heartbeat
+    13: (0, 5),   # LeaveGroup
+    14: (0, 5),   # SyncGroup
+    15: (0, 5),   # DescribeGroups
+    16: (0, 5),   # ListGroups
+    17: (0, 1),   # SaslHandshake
+    18: (0, 4),   # ApiVersions
+    19: (0, 7),   # CreateTopics
+    20: (0, 6),   # DeleteTopics
+    22: (0, 5),   # InitProducerId
+    24: (0, 5),   # AddPartitionsToTxn
+    25: (0, 4),   # AddOffsetsToTxn
+    26: (0, 4),   # EndTxn
+    28: (0, 4),   # TxnOffsetCommit
+    36: (0, 2),   # SaslAuthenticate
+    42: (0, 2),   # DeleteGroups
+    47: (0, 0),   # OffsetDelete
+    68: (0, 1),   # ConsumerGroupHeartbeat
+    69: (0, 1),   # ConsumerGroupDescribe
+    76: (0, 1),   # ShareGroupHeartbeat
+    77: (0, 1),   # ShareGroupDescribe
+    78: (0, 2),   # ShareFetch
+    79: (0, 2),   # ShareAcknowledge
 }
 
 
@@ -48,7 +80,7 @@ def pick_version(api_key: int, broker_ranges: VersionRanges | ApiVersionsRespons
     if client is None:
         raise UnsupportedVersionError(
             f"groupkit has no schema for API key {api_key}, so it cannot send it at any version")
-    name = REQUESTS[api_key].__name__
+    name = request_class(api_key).__name__
     theirs = _ranges(broker_ranges).get(api_key)
     if theirs is None:
         raise UnsupportedVersionError(

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, TimeoutError as FutureTimeout
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -39,7 +39,6 @@ from groupkit.errors import (
     check_error,
     error_for_code,
 )
-from groupkit.hooks import Hook, TopicMissing, emit
 from groupkit.protocol.messages.find_coordinator import (
     KEY_TYPE_GROUP,
     FindCoordinatorRequest,
@@ -54,8 +53,10 @@ from groupkit.protocol.schema import Request
 from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.metadata import BrokerInfo, ClusterMetadata
 from groupkit.runtime.reachability import Reachability
-from groupkit.runtime.sasl import SaslCredentials
 from groupkit.runtime.tls import TlsConfig
+
+if TYPE_CHECKING:
+    from groupkit.hooks import Hook
 
 __all__ = ["Cluster", "DEFAULT", "COORDINATOR", "FETCH"]
 
@@ -118,8 +119,12 @@ class Cluster:
         c = self.config
         tls = (TlsConfig(c.ssl_cafile, c.ssl_certfile, c.ssl_keyfile, c.ssl_password,
                          c.ssl_check_hostname) if c.uses_tls else None)
-        sasl = (SaslCredentials(c.sasl_mechanism, c.sasl_plain_username or "",
-                                c.sasl_plain_password or "") if c.uses_sasl else None)
+        sasl = None
+        if c.uses_sasl:
+            from groupkit.runtime.sasl import SaslCredentials
+
+            sasl = SaslCredentials(c.sasl_mechanism, c.sasl_plain_username or "",
+                                   c.sasl_plain_password or "")
         return BrokerConnection(
             host, port, client_id=c.client_id, request_timeout_ms=c.request_timeout_ms,
             connect_timeout_ms=c.socket_connection_setup_timeout_ms,
@@ -271,7 +276,10 @@ class Cluster:
                 log.warning("topic %r does not exist (%s)%s", topic, name,
                             "" if self.allow_auto_topic_creation else
                             "; create it, or allow auto-creation on the broker and the client")
-                emit(self.hooks, TopicMissing(topic, name))
+                if self.hooks:
+                    from groupkit.hooks import TopicMissing, emit
+
+                    emit(self.hooks, TopicMissing(topic, name))
 
     def add_topics(self, topics: Iterable[str]) -> None:
         """Track ``topics`` in every later refresh (and mark the metadata stale if new)."""

@@ -46,7 +46,6 @@ from groupkit.errors import (
     check_error,
 )
 from groupkit.group.backoff import Backoff
-from groupkit.hooks import BrokerRecovered, BrokerUnreachable, Hook, emit
 from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder
 from groupkit.protocol.headers import (
     decode_response_frame,
@@ -59,12 +58,13 @@ from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import negotiate
 from groupkit.runtime.reachability import Reachability
 from groupkit.runtime.reply import Reply
-from groupkit.runtime.sasl import SaslCredentials, authenticate
 from groupkit.runtime.tls import TlsConfig
 
 if TYPE_CHECKING:
     import ssl
 
+    from groupkit.hooks import Hook
+    from groupkit.runtime.sasl import SaslCredentials
     from groupkit.runtime.tls_socket import SerialTlsSocket
 
 __all__ = ["BrokerConnection"]
@@ -244,13 +244,18 @@ class BrokerConnection:
             if self._failures == 1:
                 self._down_since = now
             self._retry_at = now + self._backoff.delay(self._failures)
-            emit(self.hooks, BrokerUnreachable(self.address, str(exc), self._failures))
+            if self.hooks:
+                from groupkit.hooks import BrokerUnreachable, emit
+
+                emit(self.hooks, BrokerUnreachable(self.address, str(exc), self._failures))
             if self.reachability is not None:
                 self.reachability.failed(self.address, str(exc))
             raise
         if self.reachability is not None:
             self.reachability.connected(self.address)
-        if self._failures:
+        if self._failures and self.hooks:
+            from groupkit.hooks import BrokerRecovered, emit
+
             emit(self.hooks, BrokerRecovered(self.address, self._failures,
                                              time.monotonic() - self._down_since))
         self._failures = 0
@@ -297,6 +302,8 @@ class BrokerConnection:
                 if auth_version is None:
                     raise AuthenticationError(f"{self.address} does not support SaslAuthenticate;"
                                               " it cannot be used with SASL settings")
+                from groupkit.runtime.sasl import authenticate
+
                 authenticate(lambda req, v: self._call(link, req, v, timeout), self.sasl,
                              auth_version)
         except BaseException as exc:
@@ -608,8 +615,10 @@ class BrokerConnection:
             # An idle connection closed by the broker (connections.max.idle.ms) is routine.
             log.log(logging.WARNING if waiters else logging.INFO,
                     "connection to %s closed: %s", self.address, error)
-            if link.versions:
+            if link.versions and self.hooks:
                 # An established connection broke (a failed handshake is reported by connect).
+                from groupkit.hooks import BrokerUnreachable, emit
+
                 emit(self.hooks, BrokerUnreachable(self.address, str(error), 0))
         for pending in waiters:
             if pending is culprit or (culprit is None and isinstance(error, KafkaConnectionError)):

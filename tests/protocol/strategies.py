@@ -16,7 +16,7 @@ import attrs
 from hypothesis import strategies as st
 
 from groupkit.protocol import schema
-from groupkit.protocol.registry import REQUESTS
+from groupkit.protocol.registry import load_all
 from groupkit.protocol.schema import Array, FieldSpec, Message
 
 _INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
@@ -26,8 +26,9 @@ _UINT_BITS = {"uint16": 16, "uint32": 32}
 def all_messages() -> list[type[Message]]:
     """Every request and response class in the registry, requests first, by API key."""
     out: list[type[Message]] = []
-    for key in sorted(REQUESTS):
-        out += [REQUESTS[key], REQUESTS[key].Response]
+    requests = load_all()
+    for key in sorted(requests):
+        out += [requests[key], requests[key].Response]
     return out
 
 

@@ -33,7 +33,7 @@ from groupkit.protocol.messages.txn import (
     TxnOffsetCommitRequestTopic,
 )
 from groupkit.protocol.records import decode_batches, encode_rows
-from groupkit.protocol.registry import REQUESTS
+from groupkit.protocol.registry import request_class
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "txn_bytes.json"
 CAPTURES: list[dict[str, Any]] = json.loads(FIXTURE.read_text())["captures"]
@@ -53,7 +53,7 @@ def _requests(client: str, api_key: int) -> list[tuple[int, Any]]:
 def _response(client: str, api_key: int) -> Any:
     capture = next(c for c in CAPTURES if c["client"] == client)
     e = next(e for e in capture["exchanges"] if e["api_key"] == api_key)
-    return decode_response_frame(bytes.fromhex(e["response"]), REQUESTS[api_key].Response,
+    return decode_response_frame(bytes.fromhex(e["response"]), request_class(api_key).Response,
                                  e["api_version"], strict=True)[1]
 
 
@@ -74,7 +74,7 @@ def test_frames_decode_strictly_and_encode_back(client: str, index: int,
     again = encode_request_frame(body, header.api_version, header.correlation_id,
                                  header.client_id)
     assert again[4:] == frame
-    cls = REQUESTS[exchange["api_key"]].Response
+    cls = request_class(exchange["api_key"]).Response
     answer = bytes.fromhex(exchange["response"])
     correlation_id, response = decode_response_frame(answer, cls, header.api_version, strict=True)
     assert correlation_id == header.correlation_id

@@ -237,9 +237,9 @@ def test_error_code_enum_names_every_row_of_the_error_table() -> None:
 
 def test_api_key_enum_matches_every_message_class_groupkit_speaks() -> None:
     from groupkit.errors import ApiKey
-    from groupkit.protocol.registry import REQUESTS
+    from groupkit.protocol.registry import load_all
 
-    for key, cls in REQUESTS.items():
+    for key, cls in load_all().items():
         stem = cls.__name__.removesuffix("Request")
         words = "".join(f"_{ch}" if ch.isupper() else ch.upper() for ch in stem).lstrip("_")
         assert ApiKey(key).name == words, cls.__name__

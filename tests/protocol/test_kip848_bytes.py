@@ -38,7 +38,7 @@ from groupkit.protocol.messages.consumer_group import (
     ConsumerGroupHeartbeatTopicPartitions,
 )
 from groupkit.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
-from groupkit.protocol.registry import REQUESTS
+from groupkit.protocol.registry import request_class
 from groupkit.protocol.schema import Request, Response
 from tests.support.wire_bytes import NO_TAGS, carr, cs, i8, i16, i32
 
@@ -54,7 +54,7 @@ def _request(entry: dict[str, Any]) -> Request:
 
 
 def _response(entry: dict[str, Any]) -> Response:
-    cls = REQUESTS[entry["api_key"]].Response
+    cls = request_class(entry["api_key"]).Response
     _, body = decode_response_frame(bytes.fromhex(entry["response"]), cls, entry["api_version"],
                                     strict=True)
     return body

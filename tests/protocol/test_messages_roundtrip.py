@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from groupkit.errors import FieldVersionError
-from groupkit.protocol.registry import REQUESTS
+from groupkit.protocol.registry import load_all
 from groupkit.protocol.schema import Message
 from tests.protocol import strategies as gs
 
@@ -20,7 +20,7 @@ FLEXIBLE_CASES = [c for c in CASES if c[0].is_flexible(c[1])]
 
 
 def test_registry_pairs_every_request_with_its_response() -> None:
-    for key, request in REQUESTS.items():
+    for key, request in load_all().items():
         response = request.Response
         assert response.Request is request
         assert key == response.API_KEY

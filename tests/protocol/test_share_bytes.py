@@ -50,7 +50,7 @@ from groupkit.protocol.messages.share_group import (
     ShareGroupHeartbeatResponse,
 )
 from groupkit.protocol.records import decode_records
-from groupkit.protocol.registry import REQUESTS
+from groupkit.protocol.registry import request_class
 from groupkit.protocol.schema import Request, Response
 from tests.support.wire_bytes import NO_TAGS, carr, cs, i8, i16, i32, i64
 
@@ -65,7 +65,7 @@ def _request(entry: dict[str, Any]) -> Request:
 
 
 def _response(entry: dict[str, Any]) -> Response:
-    cls = REQUESTS[entry["api_key"]].Response
+    cls = request_class(entry["api_key"]).Response
     return decode_response_frame(bytes.fromhex(entry["response"]), cls, entry["api_version"])[1]
 
 

@@ -25,11 +25,12 @@ def widget(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(versions.CLIENT_VERSIONS, _KEY, (2, 6))
 
 
-def test_client_versions_come_from_the_registry() -> None:
+def test_client_versions_are_the_request_classes_versions() -> None:
     assert CLIENT_VERSIONS[18] == (0, 4)
-    assert set(CLIENT_VERSIONS) == set(registry.REQUESTS)
+    requests = registry.load_all()
+    assert set(CLIENT_VERSIONS) == set(requests)
     for key, (low, high) in CLIENT_VERSIONS.items():
-        cls = registry.REQUESTS[key]
+        cls = requests[key]
         assert (low, high) == (cls.MIN_VERSION, cls.MAX_VERSION)
 
 
