@@ -13,7 +13,6 @@ from collections.abc import Hashable
 import attrs
 
 from groupkit.errors import GroupkitError
-from groupkit.group.error_actions import Action
 from groupkit.protocol.schema import Request
 
 
@@ -40,7 +39,8 @@ class RequestDecision:
     """What to do with a failed OffsetCommit/OffsetFetch: retry after ``retry_after`` seconds,
     or give up with ``error``. Exactly one of the two is set."""
 
-    action: Action
+    #: The action the member's error table named (each protocol has its own table).
+    action: enum.Enum
     retry_after: float | None
     error: GroupkitError | None
 
@@ -62,6 +62,12 @@ class Send:
     request: Request
     destination: Destination
     timeout_ms: int | None = None
+    #: A heartbeat: it goes on a connection of its own, so it never waits behind a request the
+    #: coordinator holds (a JoinGroup), and the runtime reports it as one.
+    heartbeat: bool = False
+    #: A successful answer may wait for the runtime's next wakeup (at the latest when the next
+    #: heartbeat is due), because it changes nothing but the session: a classic Heartbeat's.
+    answer_may_wait: bool = False
 
 
 @attrs.frozen
@@ -132,4 +138,35 @@ class Fatal:
     error: GroupkitError
 
 
-Output = Send | CoordinatorChanged | CoordinatorLost | Assigned | Revoked | Lost | Left | Fatal
+@attrs.frozen
+class Rebalancing:
+    """For the runtime, not the application: a rebalance began (a JoinGroup went out, or a new
+    target assignment arrived); ``reason`` says why."""
+
+    reason: str
+
+
+@attrs.frozen
+class GenerationJoined:
+    """For the runtime, not the application: the member is in ``generation_id`` (a classic
+    generation, or a consumer-protocol member epoch)."""
+
+    member_id: str
+    generation_id: int
+    protocol_name: str
+    leader: bool
+    members: int
+
+
+@attrs.frozen
+class Leaving:
+    """For the runtime, not the application: the member is leaving its group (``reason``)."""
+
+    reason: str
+
+
+#: The outputs the runtime carries out itself; the rest are facts for the application.
+RUNTIME_OUTPUTS = (CoordinatorChanged, CoordinatorLost, Rebalancing, GenerationJoined, Leaving)
+
+Output = (Send | CoordinatorChanged | CoordinatorLost | Rebalancing | GenerationJoined | Leaving
+          | Assigned | Revoked | Lost | Left | Fatal)

@@ -1,0 +1,679 @@
+"""A consumer-protocol group member (KIP-848): sans-IO, driven by answers, failures and ``now``.
+
+The coordinator computes the assignment; the member heartbeats (ConsumerGroupHeartbeat) at
+the interval the coordinator gives, and reconciles each new target assignment: it revokes what
+it no longer holds (the application commits and runs ``on_partitions_revoked``), then takes
+what is new (``on_partitions_assigned``), then acknowledges with the partitions it owns. The
+coordinator hands a partition over only once its previous owner has acknowledged giving it
+up, so applying each target assignment in that order is all a member does to keep every
+partition with one owner at a time. This follows the Java client's ConsumerMembershipManager,
+AbstractMembershipManager and (Consumer)HeartbeatRequestManager; the state changes are in
+``states.TRANSITIONS``, the error codes in ``error_actions``, the heartbeat fields in
+``heartbeat``. Topic ids are turned into names by Metadata (v10+) the member asks for itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import uuid
+from collections.abc import Callable
+
+import attrs
+
+from assignors import TopicPartition
+from groupkit.errors import (
+    BrokerError,
+    CommitFailedError,
+    ErrorCode,
+    FieldVersionError,
+    GroupkitError,
+    IllegalStateError,
+    UnsupportedVersionError,
+    error_for_code,
+)
+from groupkit.group import error_actions as classic_actions, requests
+from groupkit.group.backoff import Backoff
+from groupkit.group.config import GroupConfig
+from groupkit.group.kip848.error_actions import (
+    Action,
+    commit_action,
+    heartbeat_action,
+    offset_fetch_action,
+)
+from groupkit.group.kip848.heartbeat import (
+    SentFields,
+    SubscriptionHolder,
+    TopicIdPartitions,
+    from_wire,
+    leave_request,
+)
+from groupkit.group.kip848.reconciler import Reconciler, Step
+from groupkit.group.kip848.states import (
+    HEARTBEAT_NOW,
+    IN_GROUP,
+    TAKES_ASSIGNMENT,
+    TERMINAL_STATES,
+    MemberState,
+    Trigger,
+    next_state,
+)
+from groupkit.group.outputs import (
+    Assigned,
+    CommitFence,
+    Coordinator,
+    CoordinatorChanged,
+    CoordinatorLost,
+    Destination,
+    Fatal,
+    GenerationJoined,
+    Leaving,
+    Left,
+    Lost,
+    Output,
+    Rebalancing,
+    RequestDecision,
+    Revoked,
+    Send,
+)
+from groupkit.protocol.messages.consumer_group import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupHeartbeatResponse,
+)
+from groupkit.protocol.messages.find_coordinator import FindCoordinatorResponse
+from groupkit.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
+from groupkit.protocol.schema import Request, Response
+
+S = MemberState
+T = Trigger
+
+#: The name ``Assigned.protocol_name`` carries when the broker chose the assignor.
+BROKER_ASSIGNOR = "broker"
+
+
+def new_member_id() -> str:
+    """A member id as the Java client makes one (KIP-1082: the member chooses it): a random
+    uuid in URL-safe base64 without padding, 22 characters."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+@attrs.define
+class ConsumerGroupMachine:
+    """One member of one consumer-protocol group. Not thread-safe: one runtime thread drives it.
+
+    ``subscription`` is shared with the application (which sets it); ``remote_assignor`` is
+    the server-side assignor to ask for (None: the broker's default). ``jitter`` and
+    ``make_member_id`` are the random sources (tests pass fixed ones).
+    """
+
+    config: GroupConfig
+    subscription: SubscriptionHolder
+    remote_assignor: str | None = None
+    jitter: Callable[[], float] = random.random
+    make_member_id: Callable[[], str] = new_member_id
+
+    _state: MemberState = attrs.field(init=False, default=S.UNSUBSCRIBED)
+    _started: bool = attrs.field(init=False, default=False)
+    _outputs: list[Output] = attrs.field(init=False, factory=list)
+    _backoff: Backoff = attrs.field(init=False)
+    _next_token: int = attrs.field(init=False, default=1)
+    _member_id: str = attrs.field(init=False, default="")
+    _epoch: int = attrs.field(init=False, default=JOIN_GROUP_MEMBER_EPOCH)
+    _poll_deadline: float | None = attrs.field(init=False, default=None)
+
+    # The coordinator, found beside the membership as Java's CoordinatorRequestManager does.
+    _coordinator: Coordinator | None = attrs.field(init=False, default=None)
+    _find_token: int | None = attrs.field(init=False, default=None)
+    _find_failures: int = attrs.field(init=False, default=0)
+    _find_at: float = attrs.field(init=False, default=0.0)
+
+    # Heartbeats: the one in flight, the interval the coordinator gave, the back-off.
+    _heartbeat_token: int | None = attrs.field(init=False, default=None)
+    _leave_token: int | None = attrs.field(init=False, default=None)
+    _interval_s: float = attrs.field(init=False, default=0.0)
+    _beat_at: float = attrs.field(init=False, default=0.0)
+    _beat_failures: int = attrs.field(init=False, default=0)
+    _sent: SentFields = attrs.field(init=False, factory=SentFields)
+
+    # Assignments (target, reconciled, held) and topic names; Metadata asked for the names.
+    _rec: Reconciler = attrs.field(init=False, factory=Reconciler)
+    _metadata_token: int | None = attrs.field(init=False, default=None)
+    _metadata_failures: int = attrs.field(init=False, default=0)
+    _metadata_at: float = attrs.field(init=False, default=0.0)
+    _metadata_all: bool = attrs.field(init=False, default=False)
+
+    _fence: CommitFence | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        self._backoff = Backoff(
+            self.config.retry_backoff_ms, self.config.retry_backoff_max_ms, self.jitter)
+        self._member_id = self.make_member_id()
+
+    # --- what the runtime may read -------------------------------------------------------------
+
+    @property
+    def state(self) -> MemberState:
+        return self._state
+
+    @property
+    def member_id(self) -> str:
+        return self._member_id
+
+    @property
+    def generation_id(self) -> int:
+        """The member epoch (0 while joining; -1/-2 once it left)."""
+        return self._epoch
+
+    @property
+    def coordinator(self) -> Coordinator | None:
+        return self._coordinator
+
+    @property
+    def owned(self) -> frozenset[TopicPartition]:
+        """The partitions the application holds (as handed out by Assigned and Revoked)."""
+        return self._rec.owned
+
+    @property
+    def finished(self) -> bool:
+        return self._state in TERMINAL_STATES
+
+    @property
+    def rejoins_on_poll(self) -> bool:
+        return self._state is S.STALE
+
+    @property
+    def heartbeat_due(self) -> float | None:
+        return None  # an answer may carry an assignment: never deferred
+
+    def commit_fence(self) -> CommitFence:
+        """The member id and epoch an OffsetCommit carries (v9+), or CommitFailedError when the
+        member holds no epoch the coordinator would accept. While the coordinator is unknown
+        the epoch is kept, as Java keeps it: the commit waits for the coordinator within its
+        own deadline, and the coordinator fences it if it is stale."""
+        if self._state in IN_GROUP and self._epoch > 0:
+            fence = self._fence
+            if fence is None or fence.generation_id != self._epoch \
+                    or fence.member_id != self._member_id:
+                fence = self._fence = CommitFence(self._epoch, self._member_id,
+                                                  self.config.group_instance_id)
+            return fence
+        raise CommitFailedError(
+            f"cannot commit while the member is {self._state.name}: it holds no member epoch"
+            " of the group; commit the records of its next assignment instead")
+
+    # --- inputs --------------------------------------------------------------------------------
+
+    def start(self, now: float) -> None:
+        """Subscribe: join the group (epoch 0) once the coordinator is found."""
+        if self._started:
+            raise IllegalStateError("ConsumerGroupMachine.start() was called twice; call it once")
+        self._started = True
+        self._poll_deadline = now + self.config.max_poll_interval_ms / 1000
+        self._join()
+        self._drive(now)
+
+    def poll(self, now: float) -> list[Output]:
+        self._fire_timers(now)
+        self._drive(now)
+        out, self._outputs = self._outputs, []
+        return out
+
+    def next_deadline(self) -> float | None:
+        if self._outputs:
+            return float("-inf")
+        st = self._state
+        if st in TERMINAL_STATES:
+            return None
+        first: float | None = None
+
+        def consider(at: float | None) -> None:
+            nonlocal first
+            if at is not None and (first is None or at < first):
+                first = at
+
+        if st in IN_GROUP:
+            consider(self._poll_deadline)
+        if self._wants_coordinator():
+            if self._coordinator is None:
+                if self._find_token is None:
+                    consider(self._find_at)
+            elif self._heartbeat_token is None and self._leave_token is None \
+                    and (st in IN_GROUP or st is S.LEAVING):
+                consider(self._beat_due())
+        if self._needs_metadata() and self._metadata_token is None:
+            consider(self._metadata_at)
+        return first
+
+    def on_response(self, token: int, response: Response, now: float) -> None:
+        if token == self._heartbeat_token:
+            self._heartbeat_token = None
+            if not isinstance(response, ConsumerGroupHeartbeatResponse):
+                raise self._wrong_type(token, response)
+            self._on_heartbeat(response, now)
+        elif token == self._leave_token:
+            self._leave_token = None
+            if self._state is S.LEAVING:
+                self._finish_leave("left the group on close")
+        elif token == self._find_token:
+            self._find_token = None
+            if not isinstance(response, FindCoordinatorResponse):
+                raise self._wrong_type(token, response)
+            self._on_find(response, now)
+        elif token == self._metadata_token:
+            self._metadata_token = None
+            if not isinstance(response, MetadataResponse):
+                raise self._wrong_type(token, response)
+            self._on_metadata(response, now)
+        self._drive(now)
+
+    def on_request_failed(self, token: int, error: BaseException, now: float) -> None:
+        if token == self._heartbeat_token:
+            self._heartbeat_token = None
+            if isinstance(error, UnsupportedVersionError | FieldVersionError):
+                self._fail(self._unsupported(error))
+            else:
+                # Java: a failed attempt backs off, the next heartbeat carries every field, and
+                # a retriable failure marks the coordinator unknown.
+                self._sent.reset()
+                self._beat_failures += 1
+                self._beat_at = now + self._backoff.delay(self._beat_failures)
+                self._coordinator_lost(now, f"ConsumerGroupHeartbeat failed: {error}")
+        elif token == self._leave_token:
+            self._leave_token = None
+            if self._state is S.LEAVING:
+                self._finish_leave(f"the leave heartbeat failed ({error}); the coordinator"
+                                   " drops the member when its session expires")
+        elif token == self._find_token:
+            self._find_token = None
+            self._find_failures += 1
+            self._find_at = now + self._backoff.delay(self._find_failures)
+        elif token == self._metadata_token:
+            self._metadata_token = None
+            self._metadata_failures += 1
+            self._metadata_at = now + self._backoff.delay(self._metadata_failures)
+        self._drive(now)
+
+    def application_polled(self, now: float) -> None:
+        """The application polled: restart the poll interval; a STALE member rejoins."""
+        if self.finished or not self._started:
+            return
+        self._poll_deadline = now + self.config.max_poll_interval_ms / 1000
+        if self._state is S.STALE:
+            self._go(T.POLLED_AGAIN)
+            self._rejoin_as_new_epoch()
+        self._drive(now)
+
+    def revocation_done(self, now: float) -> None:
+        self._answered(now)
+
+    def assignment_applied(self, now: float) -> None:
+        self._answered(now)
+
+    def request_rejoin(self, now: float, reason: str) -> None:
+        """The subscription changed: it goes out with the next heartbeat, sent now."""
+        if self._state is S.UNSUBSCRIBED and self._started:
+            self._join()
+        elif self._state in IN_GROUP:
+            self._beat_at = now
+        self._drive(now)
+
+    def leave(self, now: float, reason: str = "the member is closing") -> None:
+        """Close: send the leave heartbeat (epoch -1; -2 for a static member, which keeps its
+        place until its session expires, unless ``leave_group_on_close``).
+
+        The runtime revokes (and commits) before calling this; no Revoked follows.
+        """
+        if self.finished or self._state in (S.PREPARE_LEAVING, S.LEAVING):
+            return
+        self._rec.release()
+        if self._state not in IN_GROUP or self._coordinator is None:
+            self._finish_leave(reason)
+            return
+        self._go(T.LEAVE_STARTED)
+        self._go(T.RELEASED)
+        self._outputs.append(Leaving(reason))
+        self._send_leave()
+        self._drive(now)
+
+    def on_commit_error(self, fence: CommitFence, code: int, now: float,
+                        attempt: int = 1) -> RequestDecision:
+        """Decide about an OffsetCommit that failed with ``code`` (Java's CommitRequestManager).
+
+        STALE_MEMBER_EPOCH is retried (with the member's newer epoch, the fence being read
+        again) only while the member revokes partitions and has a newer epoch than ``fence``:
+        Java retries the commit it makes before a revocation so, and fails a user's commit.
+        """
+        action = commit_action(code)
+        error = error_for_code(code)()
+        if action is Action.RETRY_IF_NEWER_EPOCH:
+            if self._rec.revoking and self._state in IN_GROUP \
+                    and self._epoch > fence.generation_id > 0:
+                return RequestDecision(action, self._backoff.delay(attempt), None)
+            action = Action.REFUSE_COMMIT
+        decision = self._request_decision(action, error, attempt, now)
+        self._drive(now)
+        return decision
+
+    def on_offset_fetch_error(self, code: int, now: float, attempt: int = 1) -> RequestDecision:
+        """Decide about an OffsetFetch that failed with ``code``."""
+        action = offset_fetch_action(code)
+        error = error_for_code(code)()
+        if action is Action.RETRY_IF_NEWER_EPOCH:
+            action = Action.BACK_OFF if self._epoch > 0 else Action.FAIL_REQUEST
+        decision = self._request_decision(action, error, attempt, now)
+        self._drive(now)
+        return decision
+
+    # --- answers -------------------------------------------------------------------------------
+
+    def _on_find(self, resp: FindCoordinatorResponse, now: float) -> None:
+        code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
+        message = resp.error_message
+        if resp.coordinators:
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            for entry in resp.coordinators:
+                if entry.key == self.config.group_id:
+                    code, node_id, host, port, message = (
+                        entry.error_code, entry.node_id, entry.host, entry.port,
+                        entry.error_message)
+        if not code and not host:
+            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if code:
+            action = classic_actions.action_for(classic_actions.Api.FIND_COORDINATOR, code)
+            if action is classic_actions.Action.FATAL:
+                self._fail(error_for_code(code)(message or None))
+                return
+            self._find_failures += 1
+            self._find_at = now + self._backoff.delay(self._find_failures)
+            return
+        self._find_failures = 0
+        self._coordinator = Coordinator(node_id, host, port)
+        self._outputs.append(CoordinatorChanged(node_id, host, port))
+
+    def _on_heartbeat(self, resp: ConsumerGroupHeartbeatResponse, now: float) -> None:
+        code = resp.error_code
+        if code:
+            self._on_heartbeat_error(code, resp.error_message, now)
+            return
+        self._beat_failures = 0
+        interval = max(0, resp.heartbeat_interval_ms) / 1000
+        if interval != self._interval_s:
+            # Java's updateHeartbeatIntervalMs: a new interval restarts the timer from now.
+            self._interval_s = interval
+            self._beat_at = now + interval
+        if self._state not in IN_GROUP:
+            return  # an answer that crossed a leave, a fence or a failure
+        if resp.member_id:
+            self._member_id = resp.member_id
+        if resp.member_epoch != self._epoch and resp.member_epoch > 0:
+            self._outputs.append(GenerationJoined(
+                self._member_id, resp.member_epoch, self.remote_assignor or BROKER_ASSIGNOR,
+                False, 0))
+        self._epoch = resp.member_epoch
+        if resp.assignment is not None and self._state in TAKES_ASSIGNMENT:
+            self._assignment_received(from_wire(resp.assignment.topic_partitions))
+
+    def _on_heartbeat_error(self, code: int, message: str | None, now: float) -> None:
+        # Java's onErrorResponse: every error resets the sent fields (the next heartbeat is a
+        # full one) and counts a failed attempt before the code decides the rest.
+        self._sent.reset()
+        self._beat_failures += 1
+        self._beat_at = now + self._backoff.delay(self._beat_failures)
+        action = heartbeat_action(code)
+        error = error_for_code(code)(message or None)
+        match action:
+            case Action.REDISCOVER:
+                self._beat_failures = 0
+                self._beat_at = now
+                self._coordinator_lost(now, f"ConsumerGroupHeartbeat answered {error.name}")
+            case Action.BACK_OFF:
+                pass
+            case Action.FENCE:
+                self._beat_failures = 0
+                self._beat_at = now
+                self._fenced(f"ConsumerGroupHeartbeat answered {error.name} (member"
+                             f" {self._member_id}, epoch {self._epoch})")
+            case _:
+                if code == ErrorCode.UNSUPPORTED_VERSION:
+                    error = self._unsupported(error)
+                self._fail(error)
+
+    def _on_metadata(self, resp: MetadataResponse, now: float) -> None:
+        self._rec.learn(resp)
+        if self._rec.unresolved():
+            # Asked by name and still missing: the next ask is for every topic.
+            self._metadata_all = True
+            self._metadata_failures += 1
+            self._metadata_at = now + self._backoff.delay(self._metadata_failures)
+        else:
+            self._metadata_failures = 0
+        if self._state is S.RECONCILING:
+            self._reconcile()
+
+    # --- reconciliation (Java's AbstractMembershipManager; the bookkeeping is the Reconciler's)
+
+    def _assignment_received(self, partitions: TopicIdPartitions) -> None:
+        if self._rec.receive(partitions):
+            if self._state is not S.RECONCILING:
+                self._outputs.append(Rebalancing("the coordinator sent a new target assignment"))
+            self._go(T.ASSIGNMENT_RECEIVED)
+            self._reconcile()
+        elif self._state in (S.RECONCILING, S.JOINING):
+            self._go(T.NOTHING_TO_RECONCILE)
+
+    def _reconcile(self) -> None:
+        self._take(self._rec.reconcile(self._epoch, self._member_id, self._assignor_name))
+
+    def _answered(self, now: float) -> None:
+        """The application answered a Revoked or an Assigned: move the reconciliation on."""
+        step = self._rec.answered(self._epoch, self._member_id, self._assignor_name)
+        if self._state is S.RECONCILING:
+            self._take(step)
+        self._drive(now)
+
+    def _take(self, step: tuple[Step, Revoked | Assigned | None]) -> None:
+        kind, output = step
+        if output is not None:
+            self._outputs.append(output)
+        if kind is Step.RECONCILED:
+            self._go(T.RECONCILED)
+
+    @property
+    def _assignor_name(self) -> str:
+        return self.remote_assignor or BROKER_ASSIGNOR
+
+    # --- membership moves ----------------------------------------------------------------------
+
+    def _join(self) -> None:
+        self._go(T.SUBSCRIBED)
+        self._rejoin_as_new_epoch()
+
+    def _rejoin_as_new_epoch(self) -> None:
+        """Java's ``transitionToJoining``: epoch 0, every field in the next heartbeat, sent now."""
+        self._epoch = JOIN_GROUP_MEMBER_EPOCH
+        self._rec.forget_target()
+        self._sent.reset()
+        self._beat_at = 0.0
+        self._outputs.append(Rebalancing("joining the group"))
+
+    def _release(self, reason: str) -> None:
+        """Give up everything without an orderly revoke: the partitions are Lost."""
+        held = self._rec.release()
+        if held:
+            self._outputs.append(Lost(held, reason))
+
+    def _fenced(self, reason: str) -> None:
+        """FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: lose everything, rejoin with epoch 0 and
+        the same member id (Java's ``transitionToFenced``; it keeps the member id)."""
+        self._go(T.FENCED)
+        self._epoch = JOIN_GROUP_MEMBER_EPOCH
+        self._release(reason)
+        self._go(T.LOST_RELEASED)
+        self._rejoin_as_new_epoch()
+
+    def _coordinator_lost(self, now: float, reason: str) -> None:
+        if self._coordinator is not None:
+            self._outputs.append(CoordinatorLost(reason))
+        self._coordinator = None
+        if self._heartbeat_token is not None:
+            self._heartbeat_token = None  # its answer, should it come, is ignored
+
+    def _poll_expired(self, now: float) -> None:
+        """No poll within max_poll_interval_ms: leave (epoch -1/-2) without waiting for the
+        answer, lose the partitions, and stay STALE until the application polls again."""
+        reason = (f"the application did not poll within max_poll_interval_ms"
+                  f" ({self.config.max_poll_interval_ms} ms); the member left so the group can"
+                  " move on, and rejoins on the next poll")
+        self._go(T.LEAVE_STARTED)
+        self._go(T.RELEASED)
+        if self._coordinator is not None:
+            self._outputs.append(Leaving(reason))
+            self._send_leave(expect_answer=False)
+        self._go(T.LEFT_STALE)
+        self._release(reason)
+        self._outputs.append(Left(reason))
+
+    def _send_leave(self, expect_answer: bool = True) -> None:
+        static = self.config.is_static and not self.config.leave_group_on_close
+        self._epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH if static else LEAVE_GROUP_MEMBER_EPOCH
+        self._heartbeat_token = None
+        self._sent.reset()
+        token = self._send(leave_request(self.config, self._member_id, self._epoch),
+                           heartbeat=True)
+        if expect_answer:
+            self._leave_token = token
+
+    def _finish_leave(self, reason: str) -> None:
+        self._heartbeat_token = None
+        self._leave_token = None
+        self._rec.release()
+        self._go(T.STOPPED)
+        self._outputs.append(Left(reason))
+
+    def _fail(self, error: GroupkitError) -> None:
+        if self.finished:
+            return
+        if self._state in IN_GROUP or self._state is S.FENCED:
+            self._release(f"the member stopped: {error}")
+        self._heartbeat_token = None
+        self._leave_token = None
+        self._go(T.FAILED)
+        self._outputs.append(Fatal(error))
+
+    def _unsupported(self, error: BaseException) -> UnsupportedVersionError:
+        where = ("the group coordinator" if self._coordinator is None else
+                 f"the group coordinator {self._coordinator.host}:{self._coordinator.port}"
+                 f" (node {self._coordinator.node_id})")
+        if isinstance(error, FieldVersionError):
+            return UnsupportedVersionError(
+                f"{where} speaks only ConsumerGroupHeartbeat v0, which cannot carry a topic"
+                " pattern (v1, Kafka 4.0+, can): subscribe to topic names, or use a newer"
+                f" broker ({error})")
+        return UnsupportedVersionError(
+            f"{where} does not offer ConsumerGroupHeartbeat (API 68), which"
+            " group_protocol='consumer' needs (Apache Kafka 4.0+, or 3.7+ with the new group"
+            " coordinator enabled); use group_protocol='classic' with this cluster"
+            f" ({error})")
+
+    # --- commits and fetches -------------------------------------------------------------------
+
+    def _request_decision(self, action: Action, error: BrokerError, attempt: int,
+                          now: float) -> RequestDecision:
+        match action:
+            case Action.BACK_OFF:
+                return RequestDecision(action, self._backoff.delay(attempt), None)
+            case Action.REDISCOVER:
+                if self._coordinator is not None:
+                    self._coordinator_lost(now, f"a commit or offset fetch answered {error.name}")
+                return RequestDecision(action, self._backoff.delay(attempt), None)
+            case Action.REFUSE_COMMIT:
+                return RequestDecision(action, None, CommitFailedError(
+                    f"the commit was refused ({error}); the member's epoch is no longer the"
+                    " group's"))
+            case _:
+                return RequestDecision(action, None, error)
+
+    # --- timers and sending --------------------------------------------------------------------
+
+    def _wants_coordinator(self) -> bool:
+        return self._state in IN_GROUP or self._state is S.LEAVING
+
+    def _beat_due(self) -> float:
+        """When the next heartbeat may go: at once in JOINING, ACKNOWLEDGING and LEAVING
+        (Java's ``shouldHeartbeatNow``), else at the interval; never before the back-off of a
+        failed attempt (Java skips that in the states above; groupkit keeps it, so a broker
+        that keeps answering an error is not asked again at once)."""
+        if self._state in HEARTBEAT_NOW and not self._beat_failures:
+            return self._beat_at if self._state is S.JOINING else 0.0
+        return self._beat_at
+
+    def _needs_metadata(self) -> bool:
+        return self._state is S.RECONCILING and bool(self._rec.unresolved())
+
+    def _fire_timers(self, now: float) -> None:
+        if self._state in IN_GROUP and self._poll_deadline is not None \
+                and now >= self._poll_deadline:
+            self._poll_expired(now)
+
+    def _drive(self, now: float) -> None:
+        """Send whatever is due now."""
+        st = self._state
+        if st in TERMINAL_STATES:
+            return
+        if self._wants_coordinator() and self._coordinator is None \
+                and self._find_token is None and now >= self._find_at:
+            self._find_token = self._send(requests.find_coordinator(self.config),
+                                          destination=Destination.ANY_BROKER)
+        if self._needs_metadata() and self._metadata_token is None and now >= self._metadata_at:
+            self._send_metadata()
+        if self._coordinator is None or self._heartbeat_token is not None \
+                or self._leave_token is not None:
+            return
+        if st in IN_GROUP and now >= self._beat_due():
+            self._send_heartbeat(now)
+
+    def _send_heartbeat(self, now: float) -> None:
+        joining = self._state is S.JOINING
+        request = self._sent.build(self.config, self._member_id, self._epoch, joining,
+                                   self.subscription.current, self.remote_assignor,
+                                   self._rec.current)
+        self._heartbeat_token = self._send(request, heartbeat=True)
+        # The interval counts from the send (Java resets the heartbeat timer when it builds
+        # the request); JOINING waits for the answer, then heartbeats again at the interval.
+        self._beat_at = now + self._interval_s
+        if self._state is S.ACKNOWLEDGING:
+            # Java's onHeartbeatRequestGenerated: the acknowledgement is on its way.
+            if self._rec.target == self._rec.current:
+                self._go(T.ACKNOWLEDGED)
+            else:
+                self._go(T.ASSIGNMENT_RECEIVED)
+                self._reconcile()
+
+    def _send_metadata(self) -> None:
+        pattern = self.subscription.current.pattern
+        topics = None if self._metadata_all or pattern is not None else [
+            MetadataRequestTopic(name=name) for name in sorted(self.subscription.current.topics)]
+        self._metadata_token = self._send(
+            MetadataRequest(topics=topics, allow_auto_topic_creation=False),
+            destination=Destination.ANY_BROKER)
+
+    def _send(self, request: Request, *, destination: Destination = Destination.COORDINATOR,
+              heartbeat: bool = False) -> int:
+        token = self._next_token
+        self._next_token = token + 1
+        self._outputs.append(Send(token, request, destination, heartbeat=heartbeat))
+        return token
+
+    def _go(self, trigger: Trigger) -> None:
+        self._state = next_state(self._state, trigger)
+
+    def _wrong_type(self, token: int, response: Response) -> IllegalStateError:
+        return IllegalStateError(
+            f"request {token} got a {type(response).__name__}, which answers another request;"
+            " pass the response decoded for that request")
