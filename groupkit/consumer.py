@@ -400,7 +400,12 @@ class Consumer:
         self._fetcher.assign(units)
         self._info("adding newly assigned partitions %s (now holding %d)", _names(added),
                    len(units))
-        self._callback("on_partitions_assigned", added)
+        try:
+            self._callback("on_partitions_assigned", added)
+        finally:
+            # The partitions are this consumer's (the fetcher has them) whatever the listener
+            # did: a consumer-protocol member acknowledges them now (classic: nothing waits).
+            self._runner.assignment_applied()
 
     def _on_revoked(self, event: Revoked) -> None:
         assert self._runner is not None

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         action_for as action_for,
     )
     from groupkit.group.machine import GroupMachine as GroupMachine
+    from groupkit.group.member_machine import MemberMachine as MemberMachine
     from groupkit.group.outputs import (
         Assigned as Assigned,
         CommitFence as CommitFence,
@@ -27,9 +28,12 @@ if TYPE_CHECKING:
         CoordinatorLost as CoordinatorLost,
         Destination as Destination,
         Fatal as Fatal,
+        GenerationJoined as GenerationJoined,
+        Leaving as Leaving,
         Left as Left,
         Lost as Lost,
         Output as Output,
+        Rebalancing as Rebalancing,
         RequestDecision as RequestDecision,
         Revoked as Revoked,
         Send as Send,
@@ -42,9 +46,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "groupkit.group.config": ("GroupConfig",),
     "groupkit.group.error_actions": ("Action", "Api", "action_for"),
     "groupkit.group.machine": ("GroupMachine",),
+    "groupkit.group.member_machine": ("MemberMachine",),
     "groupkit.group.outputs": (
         "Assigned", "CommitFence", "Coordinator", "CoordinatorChanged", "CoordinatorLost",
-        "Destination", "Fatal", "Left", "Lost", "Output", "RequestDecision", "Revoked", "Send",
+        "Destination", "Fatal", "GenerationJoined", "Leaving", "Left", "Lost", "Output",
+        "Rebalancing", "RequestDecision", "Revoked", "Send",
     ),
     "groupkit.group.protocol": ("GroupMember", "GroupProtocol"),
     "groupkit.group.states": ("MemberState", "Trigger"),

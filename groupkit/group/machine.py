@@ -103,6 +103,16 @@ class GroupMachine(AnsweringMember):
         return self._owned
 
     @property
+    def finished(self) -> bool:
+        """Whether the member is closed or stopped for good (terminal)."""
+        return self._state in TERMINAL_STATES
+
+    @property
+    def rejoins_on_poll(self) -> bool:
+        """Whether the member left after the poll interval expired and rejoins on a poll."""
+        return self._state is S.UNJOINED
+
+    @property
     def heartbeat_due(self) -> float | None:
         """When the next Heartbeat goes out once the one in flight (if any) is answered; None
         when the member does not heartbeat."""
@@ -271,6 +281,10 @@ class GroupMachine(AnsweringMember):
             self._send_join(now, self._rejoin_reason)
         self._drive(now)
 
+    def assignment_applied(self, now: float) -> None:
+        """The application took what ``Assigned`` gave: nothing waits for it in the classic
+        protocol (SyncGroup already completed the generation)."""
+
     def leave(self, now: float, reason: str = "the member is closing") -> None:
         """Close: leave the group (static members only if ``leave_group_on_close``).
 
@@ -353,7 +367,7 @@ class GroupMachine(AnsweringMember):
                     beat = self._beat = (
                         requests.heartbeat(self.config, self._generation_id, self._member_id),
                         InFlight(RequestKind.HEARTBEAT, self._generation_id, self._member_id))
-                self._heartbeat = self._send_recorded(beat[1], beat[0])
+                self._heartbeat = self._send_recorded(beat[1], beat[0], heartbeat=True)
                 self._heartbeat_due = now + self.config.heartbeat_interval_ms / 1000
         elif st is S.COORDINATOR_UNKNOWN:
             if self._main is None and (self._retry_at is None or now >= self._retry_at):

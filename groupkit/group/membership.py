@@ -24,9 +24,11 @@ from groupkit.group.outputs import (
     CoordinatorLost,
     Destination,
     Fatal,
+    Leaving,
     Left,
     Lost,
     Output,
+    Rebalancing,
     Revoked,
     Send,
 )
@@ -185,6 +187,7 @@ class Membership:
         self._rejoin_needed = False
         self._retry_at = None
         self._abandon()
+        self._outputs.append(Rebalancing(reason))
         self._go(T.JOIN_SENT)
         timeout_ms = requests.join_timeout_ms(self.config)
         self._main = self._send(RequestKind.JOIN, requests.join_group(
@@ -193,6 +196,7 @@ class Membership:
         self._request_deadline = now + timeout_ms / 1000
 
     def _send_leave(self, reason: str, closing: bool) -> None:
+        self._outputs.append(Leaving(reason))
         self._send(RequestKind.LEAVE, requests.leave_group(self.config, self._member_id, reason),
                    None, closing=closing)
 
@@ -202,11 +206,15 @@ class Membership:
                                    request, timeout_ms, destination)
 
     def _send_recorded(self, inflight: InFlight, request: Request, timeout_ms: int | None = None,
-                       destination: Destination = Destination.COORDINATOR) -> int:
+                       destination: Destination = Destination.COORDINATOR,
+                       heartbeat: bool = False) -> int:
         token = self._next_token
         self._next_token = token + 1
         self._inflight[token] = inflight
-        self._outputs.append(Send(token, request, destination, timeout_ms))
+        # A Heartbeat's successful answer changes only the session: it may wait for the
+        # runtime's next wakeup.
+        self._outputs.append(Send(token, request, destination, timeout_ms, heartbeat=heartbeat,
+                                  answer_may_wait=heartbeat))
         return token
 
     def _go(self, trigger: Trigger) -> None:

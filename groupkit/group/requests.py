@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 
-from groupkit.errors import InvalidAssignmentError
+from groupkit.errors import ErrorCode, InvalidAssignmentError
 from groupkit.group.config import GroupConfig
 from groupkit.group.protocol import GroupMember
 from groupkit.protocol.messages.find_coordinator import (
@@ -70,6 +70,24 @@ def find_coordinator(config: GroupConfig) -> FindCoordinatorRequest:
     """Ask any broker which one coordinates the group (v4+ carries the key in a list)."""
     return FindCoordinatorRequest(key=config.group_id, key_type=KEY_TYPE_GROUP,
                                   coordinator_keys=[config.group_id])
+
+
+def coordinator_answer(resp: FindCoordinatorResponse,
+                       group_id: str) -> tuple[int, str | None, tuple[int, str, int]]:
+    """A FindCoordinator answer for ``group_id``: (error code, error message, (node id, host,
+    port)). v4+ answers carry a list of keys; an answer without this group's entry, or one
+    without an address, is COORDINATOR_NOT_AVAILABLE (not usable yet)."""
+    code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
+    message = resp.error_message
+    if resp.coordinators:
+        code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        for entry in resp.coordinators:
+            if entry.key == group_id:
+                code, node_id, host, port, message = (
+                    entry.error_code, entry.node_id, entry.host, entry.port, entry.error_message)
+    if not code and not host:
+        code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return code, message or None, (node_id, host, port)
 
 
 def join_group(config: GroupConfig, protocol_type: str, member_id: str,

@@ -9,7 +9,7 @@ from groupkit.errors import ErrorCode, GroupkitError, error_for_code
 from groupkit.group import requests
 from groupkit.group.error_actions import Api
 from groupkit.group.membership import InFlight
-from groupkit.group.outputs import Assigned, Coordinator, CoordinatorChanged, Lost
+from groupkit.group.outputs import Assigned, Coordinator, CoordinatorChanged, GenerationJoined, Lost
 from groupkit.group.protocol import GroupMember
 from groupkit.group.reactions import Failure, ReactingMember
 from groupkit.group.requests import RequestKind
@@ -31,20 +31,10 @@ class AnsweringMember(ReactingMember):
     __slots__ = ()
 
     def _on_find(self, resp: FindCoordinatorResponse, now: float) -> None:
-        code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
-        message = resp.error_message
-        if resp.coordinators:
-            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            for entry in resp.coordinators:
-                if entry.key == self.config.group_id:
-                    code, node_id, host, port, message = (
-                        entry.error_code, entry.node_id, entry.host, entry.port,
-                        entry.error_message)
-        if not code and not host:
-            # a v4+ answer with no entry, or one without an address: not usable yet
-            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        code, message, (node_id, host, port) = requests.coordinator_answer(
+            resp, self.config.group_id)
         if code:
-            self._react(Failure(Api.FIND_COORDINATOR, code, message=message or None), now)
+            self._react(Failure(Api.FIND_COORDINATOR, code, message=message), now)
             return
         self._failures = 0
         self._retry_at = None
@@ -74,6 +64,9 @@ class AnsweringMember(ReactingMember):
         self._generation_id = resp.generation_id
         self._protocol_name = resp.protocol_name
         self._leader_id = resp.leader
+        self._outputs.append(GenerationJoined(
+            resp.member_id, resp.generation_id, resp.protocol_name or "",
+            resp.leader == resp.member_id, len(resp.members)))
         assignments: list[SyncGroupRequestAssignment] = []
         if resp.leader == resp.member_id and not resp.skip_assignment:
             members = [GroupMember(m.member_id, m.group_instance_id, m.metadata)

@@ -1,4 +1,5 @@
-"""The background thread that keeps one member in its group: the GroupMachine's only driver.
+"""The background thread that keeps one member in its group: its membership machine's only
+driver, whichever protocol the machine speaks (``groupkit.group.member_machine``).
 
 It sends the machine's requests (coordinator-bound ones on a connection of their own, so a
 Heartbeat never waits behind a Fetch), feeds answers back, and sleeps on a Bell until the
@@ -11,6 +12,7 @@ and reads facts (assigned, revoked, lost, left, fatal) from ``events()``.
 from __future__ import annotations
 
 import collections
+import enum
 import logging
 import math
 import threading
@@ -37,13 +39,12 @@ from groupkit.group import (
     CoordinatorLost,
     Destination,
     Fatal,
-    GroupMachine,
-    MemberState,
     Output,
     RequestDecision,
     Send,
 )
-from groupkit.group.states import TERMINAL_STATES
+from groupkit.group.member_machine import MemberMachine
+from groupkit.group.outputs import GenerationJoined, Leaving, Rebalancing
 from groupkit.hooks import (
     Event,
     GroupRequestDone,
@@ -56,13 +57,6 @@ from groupkit.hooks import (
     RebalanceStarted,
     Synced,
     emit,
-)
-from groupkit.protocol.messages.group import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
 )
 from groupkit.protocol.schema import Response
 from groupkit.runtime.bell import Bell
@@ -79,7 +73,7 @@ HEARTBEAT = "heartbeat"
 
 @attrs.define(eq=False)
 class GroupRunner:
-    """Runs ``machine`` on a daemon thread.
+    """Runs ``machine`` (any membership protocol's) on a daemon thread.
 
     ``any_broker`` gives a connection for FindCoordinator; ``connect(coordinator, purpose)``
     gives a connection reserved for coordinator traffic, one for ``"coordinator"`` (join, sync,
@@ -89,11 +83,11 @@ class GroupRunner:
     runner just asks ``connect`` again.
     ``wakeup`` is called (on the runner thread) whenever an event for the application is
     queued, so a blocked ``poll`` can return. ``joining`` is called (on the runner thread, so
-    it must not block) whenever a JoinGroup goes out, e.g. to fetch the metadata the assignor
-    needs while the coordinator holds the join.
+    it must not block) whenever a rebalance step begins (a JoinGroup goes out), e.g. to fetch
+    the metadata the assignor needs while the coordinator holds the join.
     """
 
-    machine: GroupMachine
+    machine: MemberMachine
     any_broker: Callable[[], BrokerConnection]
     connect: Callable[[Coordinator, str], BrokerConnection]
     hooks: Sequence[Hook] = ()
@@ -124,12 +118,19 @@ class GroupRunner:
     _connections: dict[str, BrokerConnection] = attrs.field(init=False, factory=dict)
     _coordinator: Coordinator | None = attrs.field(init=False, default=None)
     _fence: CommitFence | None = attrs.field(init=False, default=None)
-    _state: MemberState = attrs.field(init=False, default=MemberState.UNJOINED)
-    #: When each request in flight went out, and the request (for the hooks' API name).
-    _sent_at: dict[int, tuple[float, object]] = attrs.field(init=False, factory=dict)
+    _state: enum.Enum = attrs.field(init=False)
+    #: Whether the member waits for the application's next poll to rejoin (read under the lock).
+    _rejoins_on_poll: bool = attrs.field(init=False)
+    #: When each request in flight went out, the request (for the hooks' API name), and
+    #: whether it was a heartbeat.
+    _sent_at: dict[int, tuple[float, object, bool]] = attrs.field(init=False, factory=dict)
     _rebalance_since: float | None = attrs.field(init=False, default=None)
     #: When the application last polled, until the runner hands it to the machine.
     _polled_at: float | None = attrs.field(init=False, default=None)
+
+    def __attrs_post_init__(self) -> None:
+        self._state = self.machine.state
+        self._rejoins_on_poll = self.machine.rejoins_on_poll
 
     # --- the application's side (any thread) ---------------------------------------------------
 
@@ -157,8 +158,8 @@ class GroupRunner:
             self._events.extendleft(reversed(events))
 
     @property
-    def state(self) -> MemberState:
-        """The member's state as of the runner's last step."""
+    def state(self) -> enum.Enum:
+        """The member's state as of the runner's last step (its machine's own state enum)."""
         return self._state
 
     @property
@@ -186,20 +187,24 @@ class GroupRunner:
         Like Java's ``AbstractCoordinator.pollHeartbeat``, which records the poll and wakes the
         heartbeat thread only when there is something to do: the time is noted, and the
         runner gives it to the machine at its next step, before any timer fires (so a poll
-        is never mistaken for an expired interval). Only a member that is not in the group
-        (UNJOINED: the poll is what rejoins) wakes the runner at once, so an application
-        polling a joined member often costs the runner no wakeup.
+        is never mistaken for an expired interval). Only a member that left when its poll
+        interval expired (``rejoins_on_poll``: the poll is what rejoins) wakes the runner at
+        once, so an application polling a joined member often costs the runner no wakeup.
         """
         with self._lock:
             if self._stopping:
                 return
             self._polled_at = self.clock()
-            if self._state is MemberState.UNJOINED:
+            if self._rejoins_on_poll:
                 self._bell.ring()
 
     def revocation_done(self) -> None:
         """The application has given up what a ``Revoked`` listed."""
         self._post(self.machine.revocation_done)
+
+    def assignment_applied(self) -> None:
+        """The application has taken what an ``Assigned`` gave (its listener ran)."""
+        self._post(self.machine.assignment_applied)
 
     def request_rejoin(self, reason: str) -> None:
         """Start a rebalance (e.g. the second round of a cooperative one)."""
@@ -263,10 +268,11 @@ class GroupRunner:
         try:
             while True:
                 with self._lock:
-                    # ``_state`` is read under the lock here and in application_polled, so a
-                    # poll noted as the member turns UNJOINED is never left waiting.
+                    # ``_rejoins_on_poll`` is read under the lock here and in
+                    # application_polled, so a poll noted as the member leaves is never left
+                    # waiting.
                     while not self._inbox and not self._stopping and not (
-                            self._polled_at is not None and self._state is MemberState.UNJOINED):
+                            self._polled_at is not None and self._rejoins_on_poll):
                         wake_at = min(math.inf if self._deadline is None else self._deadline,
                                       self._later_due)
                         timeout = wake_at - self.clock()
@@ -327,16 +333,19 @@ class GroupRunner:
         # and ``_run`` steps again without waiting.
         for out in self.machine.poll(now):
             self._carry_out(out, now)
-        state = self.machine.state
+        machine = self.machine
+        state = machine.state
         if state is not self._state:
-            self._emit(MemberStateChanged(self.machine.config.group_id, self._state.name,
+            self._emit(MemberStateChanged(machine.config.group_id, self._state.name,
                                           state.name))
-        self._state = state
+            with self._lock:
+                self._state = state
+                self._rejoins_on_poll = machine.rejoins_on_poll
         try:
-            self._fence = self.machine.commit_fence()
+            self._fence = machine.commit_fence()
         except CommitFailedError:
             self._fence = None
-        if state in TERMINAL_STATES:
+        if machine.finished:
             self._finished.set()
         self._deadline = self.machine.next_deadline()
         due = self.machine.heartbeat_due
@@ -358,6 +367,23 @@ class GroupRunner:
             self._connections = {}
             self._coordinator = None
             self._info("group coordinator lost: %s; rediscovering it", out.reason)
+        elif isinstance(out, Rebalancing):
+            if self._rebalance_since is None:
+                self._rebalance_since = now
+                self._emit(RebalanceStarted(self.machine.config.group_id, out.reason))
+            self._info("(re-)joining group: %s", out.reason)
+            try:
+                self.joining()
+            except Exception:
+                log.exception("the joining callback failed")
+        elif isinstance(out, GenerationJoined):
+            self._emit(Joined(self.machine.config.group_id, out.member_id, out.generation_id,
+                              out.protocol_name, out.leader))
+            self._info("joined generation %d as %s with protocol %s%s", out.generation_id,
+                       "leader" if out.leader else "follower", out.protocol_name or "?",
+                       f" ({out.members} members)" if out.leader else "")
+        elif isinstance(out, Leaving):
+            self._info("leaving group: %s", out.reason)
         else:
             if isinstance(out, Assigned):
                 self._info("synced generation %d: %d partition(s) assigned (%s)",
@@ -372,30 +398,15 @@ class GroupRunner:
 
     def _send(self, out: Send, now: float) -> None:
         request = out.request
-        group_id = self.machine.config.group_id
-        if isinstance(request, JoinGroupRequest):
-            if self._rebalance_since is None:
-                self._rebalance_since = now
-                self._emit(RebalanceStarted(group_id, request.reason or "joining"))
-            self._info("(re-)joining group: %s", request.reason or "joining")
-            try:
-                self.joining()
-            except Exception:
-                log.exception("the joining callback failed")
-        elif isinstance(request, HeartbeatRequest):
-            if self.hooks:
-                self._emit(HeartbeatSent(group_id, request.generation_id))
-        elif isinstance(request, LeaveGroupRequest):
-            self._info("leaving group: %s", next(
-                (m.reason for m in request.members if m.reason), "the member is leaving"))
+        if out.heartbeat and self.hooks:
+            self._emit(HeartbeatSent(self.machine.config.group_id, self.machine.generation_id))
         try:
-            conn = self._route(out.destination,
-                               HEARTBEAT if isinstance(request, HeartbeatRequest) else COORDINATOR)
+            conn = self._route(out.destination, HEARTBEAT if out.heartbeat else COORDINATOR)
         except GroupkitError as exc:
             self._post(partial(self.machine.on_request_failed, out.token, exc))
             return
-        self._sent_at[out.token] = (now, request)
-        due = self.machine.heartbeat_due if isinstance(request, HeartbeatRequest) else None
+        self._sent_at[out.token] = (now, request, out.heartbeat)
+        due = self.machine.heartbeat_due if out.answer_may_wait else None
         future = conn.send(request, timeout_ms=out.timeout_ms)
         future.add_done_callback(partial(self._answered, out.token, due))
 
@@ -445,24 +456,15 @@ class GroupRunner:
                                         type(error).__name__, now - sent[0]))
 
     def _respond(self, token: int, response: Response, now: float) -> None:
-        sent, _ = self._sent_at.pop(token, (now, None))
-        group_id = self.machine.config.group_id
+        sent, _, heartbeat = self._sent_at.pop(token, (now, None, False))
         self.machine.on_response(token, response, now)
         if self.hooks:
+            group_id = self.machine.config.group_id
             code = getattr(response, "error_code", 0)
             self._emit(GroupRequestDone(group_id, _api_name(response),
                                         error_for_code(code).name if code else "", now - sent))
-            if isinstance(response, HeartbeatResponse):
-                self._emit(HeartbeatAnswered(group_id, response.error_code, now - sent))
-        if isinstance(response, JoinGroupResponse) and not response.error_code \
-                and self.machine.state is MemberState.COMPLETING_REBALANCE:
-            leader = response.leader == response.member_id
-            self._emit(Joined(group_id, response.member_id, response.generation_id,
-                              response.protocol_name or "", leader))
-            self._info("joined generation %d as %s with protocol %s%s",
-                       response.generation_id, "leader" if leader else "follower",
-                       response.protocol_name or "?",
-                       f" ({len(response.members)} members)" if leader else "")
+            if heartbeat:
+                self._emit(HeartbeatAnswered(group_id, code, now - sent))
 
     def _queue(self, out: Output) -> None:
         with self._lock:

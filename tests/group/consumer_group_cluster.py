@@ -20,7 +20,10 @@ from groupkit.group import GroupConfig
 from groupkit.group.kip848 import ConsumerGroupMachine, MemberState, SubscriptionHolder
 from groupkit.group.outputs import Assigned, Destination, Lost, Output, Revoked, Send
 from groupkit.protocol.messages.consumer_group import ConsumerGroupHeartbeatRequest
-from groupkit.protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from groupkit.protocol.messages.find_coordinator import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+)
 from groupkit.protocol.messages.metadata import MetadataRequest
 from tests.group.fake_consumer_coordinator import FakeConsumerCoordinator, MemberPhase
 

@@ -25,6 +25,7 @@ from groupkit.group import (
     Left,
     Lost,
     MemberState,
+    Rebalancing,
     Revoked,
     Send,
 )
@@ -53,8 +54,10 @@ def test_start_finds_the_coordinator_on_any_broker_then_joins_it() -> None:
     assert isinstance(find, Send) and find.destination is Destination.ANY_BROKER
     assert find.request.key == "g" and find.request.coordinator_keys == ["g"]
     assert d.machine.state is S.COORDINATOR_UNKNOWN
-    changed, join = d.found()
+    changed, rebalancing, join = d.found()
     assert changed == CoordinatorChanged(7, "coordinator", 9092)
+    # The runtime's cue: a rebalance began (it reports it and may fetch metadata meanwhile).
+    assert isinstance(rebalancing, Rebalancing)
     assert isinstance(join, Send) and join.destination is Destination.COORDINATOR
     assert join.timeout_ms == 20_000 + JOIN_TIMEOUT_LAPSE_MS
     req = join.request
