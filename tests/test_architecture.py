@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("groupkit.errors",),
     ("groupkit.protocol", "groupkit.hooks", "groupkit.partitioner", "groupkit.values"),
     ("assignors",),
-    ("groupkit.group", "groupkit.txn"),
+    ("groupkit.group", "groupkit.txn", "groupkit.share"),
     ("groupkit.config",),
     ("groupkit.runtime", "groupkit.testing", "groupkit.admin_values"),
     ("groupkit.consumer", "groupkit.producer", "groupkit.admin", "groupkit.metrics"),

@@ -165,8 +165,16 @@ class Leaving:
     reason: str
 
 
+@attrs.frozen
+class Reported:
+    """An error the application must see (raised from its next poll) that does not stop the
+    member: it carries on (e.g. a share heartbeat's TOPIC_AUTHORIZATION_FAILED)."""
+
+    error: GroupkitError
+
+
 #: The outputs the runtime carries out itself; the rest are facts for the application.
 RUNTIME_OUTPUTS = (CoordinatorChanged, CoordinatorLost, Rebalancing, GenerationJoined, Leaving)
 
 Output = (Send | CoordinatorChanged | CoordinatorLost | Rebalancing | GenerationJoined | Leaving
-          | Assigned | Revoked | Lost | Left | Fatal)
+          | Assigned | Revoked | Lost | Left | Fatal | Reported)

@@ -1,0 +1,243 @@
+"""The record side of share groups, sans-IO: acknowledgement batches, share sessions (epochs,
+full and incremental ShareFetch) and the acquired-records ledger."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from groupkit.errors import ErrorCode, IllegalStateError
+from groupkit.protocol.messages.share_fetch import (
+    ACK_ACCEPT,
+    ACK_GAP,
+    ACK_REJECT,
+    ACK_RELEASE,
+    AcknowledgementBatch,
+    AcquiredRecords,
+)
+from groupkit.share import (
+    AcknowledgeType,
+    FetchSettings,
+    ShareLedger,
+    SharePartition,
+    ShareSession,
+    ack_batches,
+    next_epoch,
+)
+
+TOPIC = uuid.UUID(int=7)
+P0 = SharePartition("orders", 0, TOPIC)
+P1 = SharePartition("orders", 1, TOPIC)
+P2 = SharePartition("orders", 2, TOPIC)
+
+
+def _batch(first: int, last: int, *types: int) -> AcknowledgementBatch:
+    return AcknowledgementBatch(first_offset=first, last_offset=last,
+                                acknowledge_types=list(types))
+
+
+# --- acknowledgement batches -------------------------------------------------------------------
+
+
+def test_a_contiguous_run_of_one_type_is_one_batch_with_one_type() -> None:
+    assert ack_batches(dict.fromkeys(range(5, 105), ACK_ACCEPT)) == [_batch(5, 104, ACK_ACCEPT)]
+
+
+def test_offsets_with_a_hole_go_in_two_batches() -> None:
+    acks = {1: ACK_ACCEPT, 2: ACK_ACCEPT, 7: ACK_REJECT}
+    assert ack_batches(acks) == [_batch(1, 2, ACK_ACCEPT), _batch(7, 7, ACK_REJECT)]
+
+
+def test_mixed_types_are_spelled_per_offset_and_long_runs_get_their_own_batch() -> None:
+    acks = {0: ACK_ACCEPT, 1: ACK_RELEASE, 2: ACK_GAP}
+    acks.update(dict.fromkeys(range(3, 20), ACK_ACCEPT))
+    acks[20] = ACK_REJECT
+    assert ack_batches(acks) == [
+        _batch(0, 2, ACK_ACCEPT, ACK_RELEASE, ACK_GAP),
+        _batch(3, 19, ACK_ACCEPT),
+        _batch(20, 20, ACK_REJECT),
+    ]
+
+
+def test_every_offset_keeps_its_type_whatever_the_split() -> None:
+    kinds = [ACK_ACCEPT, ACK_RELEASE, ACK_REJECT, ACK_GAP]
+    acks = {o: kinds[(o * 7 // 5) % 4] for o in range(200) if o % 23}
+    seen: dict[int, int] = {}
+    for b in ack_batches(acks):
+        span = range(b.first_offset, b.last_offset + 1)
+        types = b.acknowledge_types * len(span) if len(b.acknowledge_types) == 1 \
+            else b.acknowledge_types
+        assert len(types) == len(span)
+        seen.update(zip(span, types, strict=True))
+    assert seen == acks
+
+
+def test_acknowledge_types_are_the_wire_ids() -> None:
+    assert [int(t) for t in AcknowledgeType] == [ACK_ACCEPT, ACK_RELEASE, ACK_REJECT, 4]
+
+
+# --- share sessions ----------------------------------------------------------------------------
+
+
+def _session() -> ShareSession:
+    return ShareSession(group_id="g", member_id="m", node_id=1)
+
+
+def _named(request) -> set[tuple[int, int]]:
+    return {(t.topic_id.int, p.partition_index) for t in request.topics for p in t.partitions}
+
+
+def test_a_session_opens_at_epoch_zero_with_every_partition_then_names_only_changes() -> None:
+    s = _session()
+    first = s.fetch([P0, P1], {}, FetchSettings())
+    assert first.share_session_epoch == 0 and _named(first) == {(7, 0), (7, 1)}
+    assert s.acknowledge({P0: [_batch(1, 1, ACK_ACCEPT)]}) is None  # only a fetch opens one
+    assert s.answered(0)
+    same = s.fetch([P0, P1], {}, FetchSettings())
+    assert same.share_session_epoch == 1 and same.topics == [] \
+        and same.forgotten_topics_data == []
+    s.answered(0)
+    moved = s.fetch([P1, P2], {P0: [_batch(4, 4, ACK_ACCEPT)]}, FetchSettings())
+    assert moved.share_session_epoch == 2
+    assert _named(moved) == {(7, 0), (7, 2)}  # P2 added; P0 only for its acknowledgement
+    assert [(f.topic_id, f.partitions) for f in moved.forgotten_topics_data] == [(TOPIC, [0])]
+    acked = next(p for t in moved.topics for p in t.partitions if p.partition_index == 0)
+    assert acked.acknowledgement_batches == [_batch(4, 4, ACK_ACCEPT)]
+    assert s.partitions == {P1, P2}
+
+
+def test_acknowledgements_ride_on_a_partition_the_fetch_names() -> None:
+    s = _session()
+    s.fetch([P0], {}, FetchSettings())
+    s.answered(0)
+    request = s.fetch([P0], {P0: [_batch(0, 9, ACK_ACCEPT)]}, FetchSettings())
+    [topic] = request.topics
+    [part] = topic.partitions
+    assert part.partition_index == 0 and part.acknowledgement_batches == [
+        _batch(0, 9, ACK_ACCEPT)]
+
+
+def test_a_recreated_topic_is_forgotten_and_added_again() -> None:
+    s = _session()
+    s.fetch([P0], {}, FetchSettings())
+    s.answered(0)
+    again = SharePartition("orders", 0, uuid.UUID(int=8))
+    request = s.fetch([again], {}, FetchSettings())
+    assert _named(request) == {(8, 0)}
+    assert [f.topic_id for f in request.forgotten_topics_data] == [TOPIC]
+
+
+@pytest.mark.parametrize("code", [ErrorCode.SHARE_SESSION_NOT_FOUND,
+                                  ErrorCode.INVALID_SHARE_SESSION_EPOCH])
+def test_a_lost_session_starts_over_with_the_full_list(code: int) -> None:
+    s = _session()
+    s.fetch([P0, P1], {}, FetchSettings())
+    s.answered(0)
+    assert not s.answered(code)
+    assert s.epoch == 0
+    assert _named(s.fetch([P0, P1], {}, FetchSettings())) == {(7, 0), (7, 1)}
+
+
+def test_another_error_moves_the_epoch_on_and_a_failure_resets_it() -> None:
+    s = _session()
+    s.fetch([P0], {}, FetchSettings())
+    assert not s.answered(ErrorCode.UNKNOWN_SERVER_ERROR)
+    assert s.epoch == 1
+    s.failed()
+    assert s.epoch == 0
+
+
+def test_closing_sends_epoch_minus_one_with_the_last_acknowledgements() -> None:
+    s = _session()
+    s.fetch([P0], {}, FetchSettings())
+    s.answered(0)
+    s.close()
+    request = s.acknowledge({P0: [_batch(3, 3, ACK_RELEASE)]})
+    assert request is not None and request.share_session_epoch == -1
+    with pytest.raises(IllegalStateError):
+        s.fetch([P0], {}, FetchSettings())
+
+
+def test_epochs_wrap_to_one_and_the_final_epoch_stays() -> None:
+    assert next_epoch(0) == 1 and next_epoch(0x7FFFFFFF) == 1 and next_epoch(-1) == -1
+
+
+# --- the ledger --------------------------------------------------------------------------------
+
+
+def _ranges(*spec: tuple[int, int, int]) -> list[AcquiredRecords]:
+    return [AcquiredRecords(first_offset=a, last_offset=b, delivery_count=c) for a, b, c in spec]
+
+
+def test_acquired_offsets_without_a_record_are_gaps_acknowledged_at_once() -> None:
+    ledger = ShareLedger()
+    got = ledger.acquire(P0, _ranges((10, 14, 1)), present={10, 11, 13}, now=0, lock_s=30)
+    assert got.deliver == {10: 1, 11: 1, 13: 1} and got.gaps == [12, 14]
+    sent = ledger.take()
+    assert sent.acks == {P0: {12: ACK_GAP, 14: ACK_GAP}}
+
+
+def test_acknowledge_then_take_then_answer() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 2, 1)), present={0, 1, 2}, now=0, lock_s=30)
+    ledger.acknowledge(P0, 0, AcknowledgeType.ACCEPT)
+    ledger.acknowledge(P0, 1, AcknowledgeType.RELEASE)
+    ledger.acknowledge(P0, 1, AcknowledgeType.REJECT)  # changed before it was sent
+    assert ledger.held() == {P0: [2]}
+    sent = ledger.take([P0])
+    assert sent.acks == {P0: {0: ACK_ACCEPT, 1: ACK_REJECT}}
+    with pytest.raises(IllegalStateError, match="already sent"):
+        ledger.acknowledge(P0, 0, AcknowledgeType.ACCEPT)
+    assert ledger.answered(sent.token) == {P0: {0: ACK_ACCEPT, 1: ACK_REJECT}}
+    assert ledger.answered(sent.token) == {}
+    assert ledger.counts() == {"acquired": 1, "acknowledged": 0, "sent": 0}
+
+
+def test_a_record_never_delivered_cannot_be_acknowledged() -> None:
+    with pytest.raises(IllegalStateError, match="not delivered"):
+        ShareLedger().acknowledge(P1, 5, AcknowledgeType.ACCEPT)
+
+
+def test_an_offset_still_held_is_not_delivered_twice_but_a_redelivery_is() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 1, 1)), present={0, 1}, now=0, lock_s=30)
+    again = ledger.acquire(P0, _ranges((0, 1, 1)), present={0, 1}, now=1, lock_s=30)
+    assert again.deliver == {} and again.duplicates == 2
+    ledger.acknowledge(P0, 0, AcknowledgeType.RELEASE)
+    sent = ledger.take()
+    still = ledger.acquire(P0, _ranges((0, 0, 2)), present={0}, now=2, lock_s=30)
+    assert still.deliver == {} and still.duplicates == 1  # its release is not answered yet
+    ledger.answered(sent.token)
+    assert ledger.acquire(P0, _ranges((0, 0, 2)), present={0}, now=3, lock_s=30).deliver \
+        == {0: 2}
+
+
+def test_implicit_accept_takes_only_what_is_still_held() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 3, 1)), present={0, 1, 2, 3}, now=0, lock_s=30)
+    ledger.acknowledge(P0, 1, AcknowledgeType.REJECT)
+    assert ledger.acknowledge_all(P0, [0, 1, 2], AcknowledgeType.ACCEPT) == 2
+    assert ledger.take().acks == {P0: {0: ACK_ACCEPT, 1: ACK_REJECT, 2: ACK_ACCEPT}}
+    assert ledger.held() == {P0: [3]}
+
+
+def test_locks_that_run_out_are_reported_once() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 1, 1)), present={0, 1}, now=10, lock_s=30)
+    ledger.acquire(P1, _ranges((5, 5, 3)), present={5}, now=20, lock_s=30)
+    assert ledger.next_expiry() == 40
+    assert ledger.expire(39.9) == {}
+    ledger.acknowledge(P0, 1, AcknowledgeType.ACCEPT)
+    assert ledger.expire(40) == {P0: [0]}
+    assert ledger.expire(45) == {}
+    assert ledger.next_expiry() == 50
+    assert ledger.expire(50) == {P1: [5]}
+    assert ledger.next_expiry() is None
+
+
+def test_dropped_offsets_are_forgotten_unacknowledged() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P2, _ranges((0, 4, 1)), present=set(range(5)), now=0, lock_s=30)
+    ledger.drop(P2, [3, 4])
+    assert ledger.held() == {P2: [0, 1, 2]} and not ledger.has_pending()
