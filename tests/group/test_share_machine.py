@@ -285,3 +285,31 @@ def test_the_mock_clusters_answers_drive_the_machine() -> None:
                 held = out.units
         m.at(m.now + answer.heartbeat_interval_ms / 1000)
     assert {p for _, p in held} == {0, 1} and m.machine.state is S.STABLE
+
+
+def test_the_share_machine_is_a_member_machine_the_runner_drives() -> None:
+    from groupkit.group.member_machine import MemberMachine
+    machine: MemberMachine = Member.make().machine  # mypy checks the interface
+    outs = machine.poll(100.0)
+    sends = [o for o in outs if isinstance(o, Send)]
+    assert sends and not sends[0].heartbeat  # FindCoordinator goes on the ordinary path
+
+
+def test_joining_and_new_assignments_are_rebalances_the_runner_can_time() -> None:
+    from groupkit.group.outputs import GenerationJoined, Leaving, Rebalancing
+    m = Member.make()
+    m.found()
+    heartbeat = m.take(ShareGroupHeartbeatRequest)
+    assert heartbeat.heartbeat
+    assert any(isinstance(o, Rebalancing) for o in m.seen)
+    outs = m.answer(heartbeat, ShareGroupHeartbeatResponse(
+        member_id="member-1", member_epoch=3, heartbeat_interval_ms=1000,
+        assignment=ShareGroupHeartbeatAssignment(topic_partitions=[])))
+    kinds = [type(o) for o in outs]
+    # Joined with nothing assigned yet: still told, so the join is over.
+    assert kinds.index(GenerationJoined) < kinds.index(Assigned)
+    _, outs = m.beat(4, epoch=4)
+    kinds = [type(o) for o in outs]
+    assert kinds.index(Rebalancing) < kinds.index(Assigned)
+    m.machine.leave(m.now, "bye")
+    assert any(isinstance(o, Leaving) for o in m.poll())

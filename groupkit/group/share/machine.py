@@ -45,9 +45,12 @@ from groupkit.group.outputs import (
     CoordinatorLost,
     Destination,
     Fatal,
+    GenerationJoined,
+    Leaving,
     Left,
     Lost,
     Output,
+    Rebalancing,
     Reported,
     RequestDecision,
     Send,
@@ -131,6 +134,8 @@ class ShareGroupMachine:
     #: The topic names the coordinator was last told (None: tell it everything next time).
     _told_topics: frozenset[str] | None = attrs.field(init=False, default=None)
     _assigned: frozenset[ShareUnit] = attrs.field(init=False, default=frozenset())
+    #: A join is under way: the first assignment answered after it is told even if unchanged.
+    _joining: bool = attrs.field(init=False, default=False)
 
     def __attrs_post_init__(self) -> None:
         self._backoff = Backoff(
@@ -275,7 +280,7 @@ class ShareGroupMachine:
             self._finish_leave(reason)
             return
         self._go(T.LEAVE_STARTED)
-        self._send_leave(expect_answer=True)
+        self._send_leave(reason, expect_answer=True)
         self._drive(now)
 
     def on_commit_error(self, fence: CommitFence, code: int, now: float,
@@ -320,13 +325,19 @@ class ShareGroupMachine:
             return  # an answer that crossed a leave, a fence or a poll expiry
         if resp.member_id:
             self._member_id = resp.member_id  # the coordinator's word, as Java takes it
+        if resp.member_epoch != self._epoch and resp.member_epoch > 0:
+            self._outputs.append(GenerationJoined(
+                self._member_id, resp.member_epoch, SHARE_PROTOCOL, False, 0))
         self._epoch = resp.member_epoch
         if resp.assignment is None:
             return  # null: unchanged
         units = frozenset((tp.topic_id, p) for tp in resp.assignment.topic_partitions
                           for p in tp.partitions)
         self._go(T.ASSIGNMENT_RECEIVED)
-        if units != self._assigned:
+        if units != self._assigned or self._joining:
+            if not self._joining:
+                self._outputs.append(Rebalancing("the coordinator sent a new assignment"))
+            self._joining = False
             added, revoked = units - self._assigned, self._assigned - units
             self._assigned = units
             self._outputs.append(Assigned(
@@ -366,6 +377,8 @@ class ShareGroupMachine:
         self._epoch = JOIN_SHARE_GROUP_EPOCH
         self._told_topics = None
         self._beat_at = now
+        self._joining = True
+        self._outputs.append(Rebalancing("joining the share group"))
 
     def _fenced(self, reason: str, now: float) -> None:
         """Lose the assignment and rejoin with epoch 0 and the same member id (Java's
@@ -394,17 +407,18 @@ class ShareGroupMachine:
                   " to others, and rejoins on the next poll")
         self._go(T.POLL_EXPIRED)
         if self._coordinator is not None:
-            self._send_leave(expect_answer=False)
+            self._send_leave(reason, expect_answer=False)
         self._lose(reason)
         self._outputs.append(Left(reason))
 
-    def _send_leave(self, *, expect_answer: bool) -> None:
+    def _send_leave(self, reason: str, *, expect_answer: bool) -> None:
+        self._outputs.append(Leaving(reason))
         self._epoch = LEAVE_SHARE_GROUP_EPOCH
         self._heartbeat_token = None
         self._told_topics = None
         token = self._send(ShareGroupHeartbeatRequest(
             group_id=self.config.group_id, member_id=self._member_id,
-            member_epoch=LEAVE_SHARE_GROUP_EPOCH), Destination.COORDINATOR)
+            member_epoch=LEAVE_SHARE_GROUP_EPOCH), Destination.COORDINATOR, heartbeat=True)
         if expect_answer:
             self._leave_token = token
 
@@ -457,15 +471,16 @@ class ShareGroupMachine:
             subscribed_topic_names=sorted(topics) if full or topics != self._told_topics
             else None)
         self._told_topics = topics
-        self._heartbeat_token = self._send(request, Destination.COORDINATOR)
+        self._heartbeat_token = self._send(request, Destination.COORDINATOR, heartbeat=True)
         self._beat_at = now + self._interval_s
         if self._state is S.ACKNOWLEDGING:
             self._go(T.ACKNOWLEDGED)
 
-    def _send(self, request: Request, destination: Destination) -> int:
+    def _send(self, request: Request, destination: Destination, *,
+              heartbeat: bool = False) -> int:
         token = self._next_token
         self._next_token += 1
-        self._outputs.append(Send(token, request, destination))
+        self._outputs.append(Send(token, request, destination, heartbeat=heartbeat))
         return token
 
     def _go(self, trigger: ShareTrigger) -> None:
