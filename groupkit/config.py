@@ -44,6 +44,10 @@ def _one_of(*choices: Any) -> Callable[[Any, attrs.Attribute, Any], None]:
     return check
 
 
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
 def _flag(_: Any, a: attrs.Attribute, value: Any) -> None:
     if not isinstance(value, bool):
         raise ConfigError(f"{a.name} must be True or False, not {value!r}")
@@ -181,6 +185,14 @@ class ConsumerConfig(ClientConfig):
     allow_auto_create_topics: bool = attrs.field(default=True, validator=_flag)
     default_api_timeout_ms: int = attrs.field(default=60000, validator=_at_least(1))
     leave_group_on_close: bool | None = attrs.field(default=None)
+    #: "classic" (JoinGroup/SyncGroup; the group's leader runs ``assignors``) or "consumer"
+    #: (KIP-848, Kafka 4.0+: the coordinator assigns, members heartbeat with
+    #: ConsumerGroupHeartbeat). Java 4's default is classic; its values are case-insensitive.
+    group_protocol: str = attrs.field(default="classic", converter=_lower,
+                                      validator=_one_of("classic", "consumer"))
+    #: The server-side assignor a "consumer" member asks for (e.g. "uniform", "range");
+    #: None lets the broker use its default.
+    group_remote_assignor: str | None = attrs.field(default=None, validator=_optional_text)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -200,6 +212,17 @@ class ConsumerConfig(ClientConfig):
             _flag(self, attrs.fields(ConsumerConfig).leave_group_on_close,
                   self.leave_group_on_close)
 
+    @classmethod
+    def from_kwargs(cls: type[C], settings: Mapping[str, Any]) -> C:
+        """As ClientConfig's, then refuse settings the chosen group protocol does not use
+        (Java's ``ConsumerConfig.checkUnsupportedConfigs``: any of them given at all, with a
+        group id, is a ConfigException naming them)."""
+        config = super().from_kwargs(settings)
+        assert isinstance(config, ConsumerConfig)
+        if config.group_id is not None:
+            _check_protocol_settings(config.group_protocol, settings)
+        return config
+
     @property
     def effective_rebalance_timeout_ms(self) -> int:
         return self.rebalance_timeout_ms or self.max_poll_interval_ms
@@ -210,6 +233,30 @@ class ConsumerConfig(ClientConfig):
         if self.leave_group_on_close is not None:
             return self.leave_group_on_close
         return self.group_instance_id is None
+
+
+#: Settings each group protocol leaves to something else (Java's
+#: ``CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS`` and ``CLASSIC_PROTOCOL_UNSUPPORTED_CONFIGS``).
+_NOT_FOR_PROTOCOL = {
+    "consumer": (("assignors", "session_timeout_ms", "heartbeat_interval_ms"),
+                 "the group coordinator assigns the partitions (ask for its assignor with"
+                 " group_remote_assignor) and owns the session timeout and heartbeat interval"
+                 " (the broker's group.consumer.session.timeout.ms and"
+                 " group.consumer.heartbeat.interval.ms)"),
+    "classic": (("group_remote_assignor",),
+                "the classic protocol's assignors run in the group's leader (set assignors), so"
+                " there is no server-side assignor to choose; use group_protocol='consumer'"
+                " for that"),
+}
+
+
+def _check_protocol_settings(protocol: str, settings: Mapping[str, Any]) -> None:
+    names, why = _NOT_FOR_PROTOCOL[protocol]
+    given = [name for name in names
+             if settings.get(name) is not None and str(settings[name]).strip()]
+    if given:
+        raise ConfigError(f"{', '.join(given)} cannot be set when group_protocol="
+                          f"{protocol!r}: {why}")
 
 
 def _check_assignors(specs: tuple[Any, ...]) -> None:

@@ -44,6 +44,8 @@ from groupkit.group import (
     Revoked,
 )
 from groupkit.group.consumer_protocol import ConsumerProtocol
+from groupkit.group.kip848 import ConsumerGroupMachine, SubscriptionHolder
+from groupkit.group.member_machine import MemberMachine
 from groupkit.hooks import (
     Hook,
     PartitionProgress,
@@ -161,6 +163,8 @@ class Consumer:
                                 wakeup=self._bell.ring)
         self._fetcher.start()
         self._protocol: ConsumerProtocol | None = None
+        #: The subscription a consumer-protocol member sends (group_protocol="consumer").
+        self._subscription: SubscriptionHolder | None = None
         self._listener: Any = None
         self._assigned: set[TopicPartition] = set()
         self._manual = False
@@ -178,26 +182,46 @@ class Consumer:
     # --- membership ----------------------------------------------------------------------------
 
     @_one_thread
-    def subscribe(self, topics: Iterable[str], listener: Any = None) -> None:
-        """Join ``group_id`` and consume ``topics``; ``listener`` hears about rebalances."""
+    def subscribe(self, topics: Iterable[str] = (), listener: Any = None, *,
+                  pattern: str | None = None) -> None:
+        """Join ``group_id`` and consume ``topics``, or the topics matching ``pattern``;
+        ``listener`` hears about rebalances.
+
+        ``pattern`` (a regular expression in RE2/J syntax, matched by the broker against whole
+        topic names) needs ``group_protocol="consumer"``: it goes to the group coordinator as
+        the member's SubscribedTopicRegex (ConsumerGroupHeartbeat v1, Kafka 4.0+), as Java's
+        ``subscribe(SubscriptionPattern)`` sends it; the broker resolves it, also for topics
+        created later.
+        """
         self._check_open()
         if self._manual:
             raise IllegalStateError("assign() was used: a consumer either subscribes or assigns")
         if self.config.group_id is None:
             raise ConfigError("subscribe() needs a group_id; pass group_id=... or use assign()")
         wanted = sorted(set([topics] if isinstance(topics, str) else topics))
-        if not wanted:
+        if pattern is not None:
+            if self.config.group_protocol != "consumer":
+                raise ConfigError(
+                    "subscribe(pattern=...) needs group_protocol='consumer' (the broker resolves"
+                    " the pattern); with the classic protocol, subscribe to topic names")
+            if wanted or not isinstance(pattern, str) or not pattern:
+                raise ConfigError("subscribe() takes topic names or one non-empty pattern,"
+                                  " not both")
+        elif not wanted:
             raise ConfigError("subscribe() needs at least one topic")
         self._listener = listener
         self._cluster.add_topics(wanted)
         if self._runner is None:
-            self._start_group(wanted)
+            self._start_group(wanted, pattern)
         else:
-            assert self._protocol is not None
-            self._protocol.subscribe(wanted)
+            if self._subscription is not None:
+                self._subscription.subscribe(wanted, pattern)
+            else:
+                assert self._protocol is not None
+                self._protocol.subscribe(wanted)
             self._runner.request_rejoin("the subscription changed")
 
-    def _start_group(self, topics: list[str]) -> None:
+    def _start_group(self, topics: list[str], pattern: str | None) -> None:
         c = self.config
         assert c.group_id is not None
         group = GroupConfig(
@@ -209,13 +233,23 @@ class Consumer:
             retry_backoff_max_ms=max(1, c.retry_backoff_ms, c.retry_backoff_max_ms),
             group_instance_id=c.group_instance_id, client_rack=c.client_rack,
             leave_group_on_close=c.sends_leave_on_close)
-        protocol = ConsumerProtocol(c.assignors, cluster_view=self._cluster_view,
-                                    rack=c.client_rack)
-        protocol.subscribe(topics)
-        machine = GroupMachine(group, protocol)
-        self._protocol = protocol
+        machine: MemberMachine
+        joining: Callable[[], None] = _nothing
+        if c.group_protocol == "consumer":
+            # KIP-848: the coordinator assigns; the member only says what it subscribes to.
+            subscription = SubscriptionHolder()
+            subscription.subscribe(topics, pattern)
+            machine = ConsumerGroupMachine(group, subscription, c.group_remote_assignor)
+            self._subscription = subscription
+        else:
+            protocol = ConsumerProtocol(c.assignors, cluster_view=self._cluster_view,
+                                        rack=c.client_rack)
+            protocol.subscribe(topics)
+            machine = GroupMachine(group, protocol)
+            self._protocol = protocol
+            joining = self._joining
         self._runner = GroupRunner(machine, self._any_broker, self._coordinator_connection,
-                                   self.hooks, wakeup=self._on_group_news, joining=self._joining)
+                                   self.hooks, wakeup=self._on_group_news, joining=joining)
         self._runner.start()
 
     @_one_thread
@@ -235,7 +269,11 @@ class Consumer:
 
     @property
     def rebalance_protocol(self) -> RebalanceProtocol | None:
-        """EAGER or COOPERATIVE once subscribed (fixed by the assignors), else None."""
+        """EAGER or COOPERATIVE once subscribed (fixed by the assignors; always COOPERATIVE
+        with group_protocol="consumer", whose rebalances move only what changes owner),
+        else None."""
+        if self._subscription is not None:
+            return RebalanceProtocol.COOPERATIVE
         return self._protocol.rebalance_protocol if self._protocol is not None else None
 
     @property
@@ -681,6 +719,10 @@ class Consumer:
         self._cluster.remember_coordinator(self.config.group_id, coordinator.node_id,
                                            coordinator.host, coordinator.port)
         return self._cluster.connection(coordinator.node_id, purpose)
+
+
+def _nothing() -> None:
+    """A consumer-protocol member's rebalance needs no metadata of its own: the broker assigns."""
 
 
 def _names(partitions: Iterable[TopicPartition], limit: int = 20) -> str:

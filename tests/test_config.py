@@ -114,3 +114,39 @@ def test_a_plugin_assignor_name_is_found_by_the_scan_and_accepted(monkeypatch):
     with pytest.raises(ConfigError, match="unknown partition assignor 'rangd'; did you mean"
                                           " 'ranged'"):
         ConsumerConfig(bootstrap_servers="h:1", group_id="g", assignors=["rangd"])
+
+
+def test_the_group_protocol_is_classic_unless_asked_and_case_does_not_matter():
+    base = {"bootstrap_servers": "h:1", "group_id": "g"}
+    assert ConsumerConfig.from_kwargs(base).group_protocol == "classic"
+    assert ConsumerConfig.from_kwargs({**base, "group_protocol": "CONSUMER"}).group_protocol \
+        == "consumer"
+    with pytest.raises(ConfigError, match="group_protocol must be one of"):
+        ConsumerConfig.from_kwargs({**base, "group_protocol": "share"})
+
+
+@pytest.mark.parametrize("given", [
+    {"assignors": ["range"]}, {"session_timeout_ms": 45000}, {"heartbeat_interval_ms": 3000},
+    {"assignors": ["range"], "session_timeout_ms": 10000}])
+def test_settings_the_broker_owns_are_refused_with_the_consumer_protocol(given):
+    # As Java's ConsumerConfig: set at all (even to the default value) is refused.
+    with pytest.raises(ConfigError) as refused:
+        ConsumerConfig.from_kwargs({"bootstrap_servers": "h:1", "group_id": "g",
+                                    "group_protocol": "consumer", **given})
+    text = str(refused.value)
+    assert all(name in text for name in given) and "group_protocol='consumer'" in text
+    assert "group_remote_assignor" in text  # what to use instead
+    # Without a group id they do not matter (Java checks only with group.id set).
+    ConsumerConfig.from_kwargs({"bootstrap_servers": "h:1", "group_protocol": "consumer",
+                                **given})
+
+
+def test_a_remote_assignor_is_refused_with_the_classic_protocol():
+    with pytest.raises(ConfigError, match="group_remote_assignor cannot be set when"
+                                          " group_protocol='classic'"):
+        ConsumerConfig.from_kwargs({"bootstrap_servers": "h:1", "group_id": "g",
+                                    "group_remote_assignor": "uniform"})
+    c = ConsumerConfig.from_kwargs({"bootstrap_servers": "h:1", "group_id": "g",
+                                    "group_protocol": "consumer",
+                                    "group_remote_assignor": "uniform"})
+    assert c.group_remote_assignor == "uniform"

@@ -28,10 +28,14 @@ from groupkit.hooks import Event, MemberStateChanged, Polled
 __all__ = ["HealthCheck", "HealthStatus"]
 
 #: States in which the member is getting (back) to an assignment.
+#: (The classic protocol's, then the consumer protocol's: KIP-848.)
 REBALANCING = frozenset({"COORDINATOR_UNKNOWN", "PREPARING_REBALANCE", "COMPLETING_REBALANCE",
-                         "REVOKING"})
+                         "REVOKING", "JOINING", "RECONCILING", "ACKNOWLEDGING", "FENCED"})
 _WHY_NOT_MEMBER = {
     "UNJOINED": "is not a member of its group (it left, e.g. after the poll interval expired)",
+    "STALE": "is not a member of its group (it left after the poll interval expired)",
+    "UNSUBSCRIBED": "is not a member of its group",
+    "PREPARE_LEAVING": "is leaving its group",
     "LEAVING": "is leaving its group",
     "CLOSED": "has closed",
     "FATAL": "stopped on a fatal error",

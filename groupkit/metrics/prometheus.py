@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 from prometheus_client import CollectorRegistry
 
+from groupkit.group.kip848.states import MemberState as ConsumerMemberState
 from groupkit.group.states import MemberState
 from groupkit.hooks import (
     BrokerUnreachable,
@@ -48,7 +49,12 @@ __all__ = ["PrometheusMetrics"]
 #: v4+ group is always asked to rejoin with its id (KIP-394). The Java client counts every
 #: failed join future; groupkit leaves this one out so a healthy group shows no failures.
 _NOT_FAILURES = frozenset({"", "MEMBER_ID_REQUIRED"})
-_STATES = tuple(s.name for s in MemberState)
+#: Every state a member can report: the classic protocol's, then those only the consumer
+#: protocol (KIP-848) has (STABLE, LEAVING, CLOSED and FATAL are both's).
+_STATES = tuple(dict.fromkeys([*(s.name for s in MemberState),
+                               *(s.name for s in ConsumerMemberState)]))
+#: The requests whose answers feed the heartbeat metrics, one per group protocol.
+_HEARTBEATS = frozenset({"Heartbeat", "ConsumerGroupHeartbeat"})
 _CALLBACKS = {PartitionsAssigned: "on_assigned", PartitionsRevoked: "on_revoked",
               PartitionsLost: "on_lost"}
 
@@ -157,7 +163,7 @@ class PrometheusMetrics:
     # --- membership ----------------------------------------------------------------------------
 
     def _group_request(self, e: GroupRequestDone) -> None:
-        if e.api == "Heartbeat":
+        if e.api in _HEARTBEATS:
             self._child("heartbeat_duration_seconds", e.group_id).observe(e.latency_s)
             if e.error:
                 self._child("heartbeat_errors_total", e.group_id, e.error).inc()

@@ -193,7 +193,7 @@ class FakeConsumerCoordinator:
     # --- assignment ------------------------------------------------------------------------
 
     def _subscribed(self, member: _Member) -> list[str]:
-        if member.regex is not None:
+        if member.regex:  # Kafka keeps "" as "no pattern"
             import re
             return sorted(n for n in self.topics if re.fullmatch(member.regex, n))
         return sorted(n for n in member.topics if n in self.topics)

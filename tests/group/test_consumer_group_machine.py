@@ -67,6 +67,7 @@ def test_a_member_joins_with_epoch_zero_and_every_field_then_acknowledges_what_i
     join, ack = a.heartbeats()[:2]
     assert join.member_epoch == 0 and join.member_id == "id-a"
     assert join.subscribed_topic_names == ["t"] and join.topic_partitions == []
+    assert join.subscribed_topic_regex == ""  # "no pattern", sent with the names
     assert join.rebalance_timeout_ms == 60_000 and join.rack_id == "rack-1"
     assert ack.member_epoch == 1 and ack.subscribed_topic_names is None
     assert ack.rebalance_timeout_ms == -1 and ack.rack_id is None

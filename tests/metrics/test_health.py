@@ -89,6 +89,21 @@ def test_a_member_out_of_its_group_is_unhealthy_whatever_the_polls() -> None:
         assert verdict.to_json()["groups"]["g"]["state"] == gone
 
 
+def test_a_consumer_protocol_member_is_judged_by_its_own_states() -> None:
+    h = check()
+    h.observe(state("UNSUBSCRIBED", "JOINING"), 100.0)
+    h.observe(state("JOINING", "RECONCILING"), 100.5)
+    h.observe(state("RECONCILING", "ACKNOWLEDGING"), 101.0)
+    h.observe(POLL, 101.0)
+    assert h.status(101.5).healthy  # rebalancing, within the rebalance timeout
+    h.observe(state("ACKNOWLEDGING", "STABLE"), 101.5)
+    assert h.status(102.0).healthy
+    h.observe(state("STABLE", "STALE"), 103.0)
+    h.observe(POLL, 103.0)
+    verdict = h.status(103.5)
+    assert not verdict.healthy and "poll interval expired" in verdict.reason
+
+
 def test_every_reason_is_given_and_each_group_is_judged() -> None:
     h = check()
     h.observe(state("STABLE", "STABLE", "a"), 100.0)

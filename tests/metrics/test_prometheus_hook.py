@@ -16,6 +16,7 @@ from groupkit.hooks import (
     CommitDone,
     CommitFailed,
     GroupRequestDone,
+    Joined,
     MemberStateChanged,
     PartitionProgress,
     PartitionsAssigned,
@@ -48,7 +49,8 @@ def test_member_state_is_one_hot() -> None:
     m(MemberStateChanged("g", "UNJOINED", "COORDINATOR_UNKNOWN"))
     states = {s.labels["state"]: s.value for metric in m.registry.collect()
               if metric.name == "groupkit_member_state" for s in metric.samples}
-    assert len(states) == 9 and states["COORDINATOR_UNKNOWN"] == 1 and sum(states.values()) == 1
+    # The classic protocol's 9 states and the 7 only the consumer protocol (KIP-848) has.
+    assert len(states) == 16 and states["COORDINATOR_UNKNOWN"] == 1 and sum(states.values()) == 1
     m(MemberStateChanged("g", "COORDINATOR_UNKNOWN", "STABLE"))
     assert get(m, "groupkit_member_state", group="g", state="STABLE") == 1
     assert get(m, "groupkit_member_state", group="g", state="COORDINATOR_UNKNOWN") == 0
@@ -95,6 +97,26 @@ def test_heartbeats() -> None:
                error="REBALANCE_IN_PROGRESS") == 1
     assert get(m, "groupkit_heartbeat_errors_total", group="g", error="RequestTimeoutError") == 1
     assert get(m, "groupkit_last_heartbeat_timestamp_seconds", group="g") > 0
+
+
+def test_a_consumer_protocol_member_reports_its_states_heartbeats_epoch_and_reconciliations(
+        ) -> None:
+    m = PrometheusMetrics()
+    m(MemberStateChanged("g", "UNSUBSCRIBED", "JOINING"))
+    m(MemberStateChanged("g", "JOINING", "RECONCILING"))
+    assert get(m, "groupkit_member_state", group="g", state="RECONCILING") == 1
+    assert get(m, "groupkit_member_state", group="g", state="JOINING") == 0
+    m(GroupRequestDone("g", "ConsumerGroupHeartbeat", "", 0.002))
+    m(GroupRequestDone("g", "ConsumerGroupHeartbeat", "FENCED_MEMBER_EPOCH", 0.002))
+    assert get(m, "groupkit_heartbeat_duration_seconds_count", group="g") == 2
+    assert get(m, "groupkit_heartbeat_errors_total", group="g",
+               error="FENCED_MEMBER_EPOCH") == 1
+    # A reconciliation is a rebalance; the member epoch is the generation.
+    m(Joined("g", "m", 12, "uniform", False))
+    assert get(m, "groupkit_generation", group="g") == 12
+    m(RebalanceFinished("g", 13, 0.05))
+    assert get(m, "groupkit_rebalances_total", group="g", result="ok") == 1
+    assert get(m, "groupkit_generation", group="g") == 13
 
 
 def test_partitions_and_their_lag_follow_the_assignment() -> None:

@@ -215,3 +215,10 @@ def test_describe_v1_adds_the_member_type_after_the_target_assignment() -> None:
     assert ConsumerGroupDescribeResponse.decode(
         ConsumerGroupDescribeResponse(groups=[group]).encode(0), 0).groups[0].members[0] \
         .member_type == -1
+
+
+def test_an_empty_regex_means_no_pattern_and_is_dropped_at_v0_where_there_is_none() -> None:
+    names = ConsumerGroupHeartbeatRequest(group_id="g", member_id="m", member_epoch=0,
+                                          subscribed_topic_names=["t"], subscribed_topic_regex="")
+    assert ConsumerGroupHeartbeatRequest.decode(names.encode(0), 0).subscribed_topic_regex is None
+    assert ConsumerGroupHeartbeatRequest.decode(names.encode(1), 1).subscribed_topic_regex == ""

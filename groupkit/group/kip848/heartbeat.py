@@ -115,9 +115,14 @@ class SentFields:
         names: list[str] | None = None
         regex: str | None = None
         if send_subscription:
-            # A regex subscription also clears the names a member may have sent before.
-            names = [] if subscription.pattern is not None else sorted(subscription.topics)
-            regex = subscription.pattern
+            # Both fields go together: null means "unchanged" to the coordinator, so a names
+            # subscription clears a pattern sent before with an empty one, and a pattern clears
+            # the names with an empty list (librdkafka sends the pair the same way; Kafka keeps
+            # "" as "no pattern").
+            if subscription.pattern is not None:
+                names, regex = [], subscription.pattern
+            else:
+                names, regex = sorted(subscription.topics), ""
         return ConsumerGroupHeartbeatRequest(
             group_id=config.group_id, member_id=member_id, member_epoch=epoch,
             instance_id=config.group_instance_id,

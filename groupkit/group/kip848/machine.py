@@ -578,8 +578,7 @@ class ConsumerGroupMachine:
         return UnsupportedVersionError(
             f"{where} does not offer ConsumerGroupHeartbeat (API 68), which"
             " group_protocol='consumer' needs (Apache Kafka 4.0+, or 3.7+ with the new group"
-            " coordinator enabled); use group_protocol='classic' with this cluster"
-            f" ({error})")
+            " coordinator enabled); use group_protocol='classic' with this cluster")
 
     # --- commits and fetches -------------------------------------------------------------------
 

@@ -68,6 +68,13 @@ class ConsumerGroupHeartbeatRequest(Request):
     topic_partitions: list[ConsumerGroupHeartbeatTopicPartitions] | None = f(
         Array(ConsumerGroupHeartbeatTopicPartitions), nullable="0+", default=None)
 
+    def for_version(self, version: int) -> ConsumerGroupHeartbeatRequest:
+        """v0 has no regex field: an empty one (no pattern) is dropped there, a real pattern
+        still fails to encode (FieldVersionError), as it cannot be carried."""
+        if version < 1 and self.subscribed_topic_regex == "":
+            return attrs.evolve(self, subscribed_topic_regex=None)
+        return self
+
 
 @struct
 class ConsumerGroupHeartbeatAssignment(Struct):

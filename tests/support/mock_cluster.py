@@ -1,0 +1,101 @@
+"""confluent-kafka's mock cluster (librdkafka's, in this process), with its group timing set.
+
+``confluent_kafka.Producer({"test.mock.num.brokers": 3, ...})`` starts the same mock, but only
+librdkafka's C API can set how long a KIP-848 member's session lasts there (30 s by default:
+a SIGKILLed member's partitions would wait that long) and how often members heartbeat (3 s).
+``MockCluster`` makes the handle through that C API (``ctypes`` on the librdkafka bundled in the
+confluent-kafka wheel: ``rd_kafka_new`` with ``test.mock.num.brokers``, then
+``rd_kafka_mock_set_group_consumer_session_timeout_ms`` / ``_heartbeat_interval_ms`` on its mock
+cluster, before any group exists) and creates topics directly (``rd_kafka_mock_topic_create``).
+It lives until ``stop()`` (or the ``with`` block ends).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+from types import TracebackType
+
+import attrs
+
+_PRODUCER = 0
+_ERRSTR = 512
+
+
+def _library() -> ctypes.CDLL:
+    import confluent_kafka
+
+    libs = os.path.join(os.path.dirname(os.path.dirname(confluent_kafka.__file__)),
+                        "confluent_kafka.libs")
+    found = sorted(glob.glob(os.path.join(libs, "librdkafka*.so*")))
+    lib = ctypes.CDLL(found[0] if found else "librdkafka.so.1")
+    lib.rd_kafka_conf_new.restype = ctypes.c_void_p
+    lib.rd_kafka_conf_set.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                                      ctypes.c_char_p, ctypes.c_size_t]
+    lib.rd_kafka_new.restype = ctypes.c_void_p
+    lib.rd_kafka_new.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
+                                 ctypes.c_size_t]
+    lib.rd_kafka_handle_mock_cluster.restype = ctypes.c_void_p
+    lib.rd_kafka_handle_mock_cluster.argtypes = [ctypes.c_void_p]
+    lib.rd_kafka_mock_cluster_bootstraps.restype = ctypes.c_char_p
+    lib.rd_kafka_mock_cluster_bootstraps.argtypes = [ctypes.c_void_p]
+    for name in ("rd_kafka_mock_set_group_consumer_session_timeout_ms",
+                 "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
+                                               ctypes.c_int]
+    lib.rd_kafka_destroy.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+@attrs.define
+class MockCluster:
+    """``brokers`` mock brokers; KIP-848 groups get ``session_timeout_ms`` and
+    ``heartbeat_interval_ms`` (the mock's defaults are 30000 and 3000)."""
+
+    brokers: int = 3
+    session_timeout_ms: int = 30_000
+    heartbeat_interval_ms: int = 3_000
+    bootstrap_servers: str = attrs.field(default="", init=False)
+    _lib: ctypes.CDLL | None = attrs.field(default=None, init=False, repr=False)
+    _handle: int | None = attrs.field(default=None, init=False, repr=False)
+    _cluster: int | None = attrs.field(default=None, init=False, repr=False)
+
+    def start(self) -> MockCluster:
+        lib = self._lib = _library()
+        errstr = ctypes.create_string_buffer(_ERRSTR)
+        conf = lib.rd_kafka_conf_new()
+        for name, value in (("test.mock.num.brokers", str(self.brokers)),
+                            ("log_level", "3")):
+            if lib.rd_kafka_conf_set(conf, name.encode(), value.encode(), errstr, _ERRSTR):
+                raise RuntimeError(f"librdkafka refused {name}: {errstr.value.decode()}")
+        handle = lib.rd_kafka_new(_PRODUCER, conf, errstr, _ERRSTR)
+        if not handle:
+            raise RuntimeError(f"librdkafka could not start its mock: {errstr.value.decode()}")
+        self._handle = handle
+        cluster = self._cluster = lib.rd_kafka_handle_mock_cluster(handle)
+        lib.rd_kafka_mock_set_group_consumer_session_timeout_ms(cluster, self.session_timeout_ms)
+        lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(cluster,
+                                                                   self.heartbeat_interval_ms)
+        self.bootstrap_servers = lib.rd_kafka_mock_cluster_bootstraps(cluster).decode()
+        return self
+
+    def create_topic(self, name: str, partitions: int = 4) -> None:
+        """A topic of ``partitions`` partitions (replication factor 1)."""
+        assert self._lib is not None and self._cluster is not None, "start() first"
+        code = self._lib.rd_kafka_mock_topic_create(self._cluster, name.encode(), partitions, 1)
+        if code:
+            raise RuntimeError(f"the mock refused to create topic {name}: error {code}")
+
+    def stop(self) -> None:
+        if self._lib is not None and self._handle is not None:
+            self._lib.rd_kafka_destroy(self._handle)
+        self._handle = self._cluster = None
+
+    def __enter__(self) -> MockCluster:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
