@@ -2,7 +2,9 @@
 
 Runs, in this order: record decoding (bench/decode.py, every codec), producing
 (bench/produce.py: acks=all, acks=0, lz4; and ``produce defaults``, groupkit and
-confluent-kafka each at its defaults in a fresh process, timed from before the import) and the consumer group (bench/group.py: join, first
+confluent-kafka each at its defaults in a fresh process, timed from before the import), the
+first record from a fresh process and group (bench/first.py, ``first fresh``, timed from
+before the import) and the consumer group (bench/group.py: join, first
 record, leave, kill, consume none/snappy with CPU and peak RSS, best of the rounds, idle CPU
 and RSS), groupkit against aiokafka, confluent-kafka and kafka-python on the same input in the
 same run, and prints their rows as one table. A ratio above 1x favours groupkit. ``--quick``
@@ -21,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import decode, group, produce  # noqa: E402
+from bench import decode, first, group, produce  # noqa: E402
 from bench.table import print_rows  # noqa: E402
 from groupkit.protocol import native_available  # noqa: E402
 
@@ -46,6 +48,8 @@ def main() -> None:
                            "--idle-seconds", "10" if args.quick else "30",
                            "--repeat", str(repeat)])
     print(f"  group done ({time.monotonic() - started:.0f} s)", flush=True)
+    rows += first.measure(repeat=3)
+    print(f"  first fresh done ({time.monotonic() - started:.0f} s)", flush=True)
     print_rows(rows)
 
 

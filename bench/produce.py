@@ -9,7 +9,8 @@ batch size).
 The ``defaults`` row is what a new user's script pays: groupkit and confluent-kafka each at its
 own defaults, in a fresh process (bench/produce_fresh.py) timed from before the client's import
 to the end of the flush, sending 300,000 records of 100 bytes to partition ``i % 4`` of its own
-4-partition topic; the rate is the records over that whole time. Every 1,000th record's delivery is checked (acks=all). The acks=0 row is skewed
+4-partition topic; the rate is the records over that whole time. groupkit's modules are
+compiled to bytecode first, as an installed wheel's are (bench/bytecode.py). Every 1,000th record's delivery is checked (acks=all). The acks=0 row is skewed
 by the local broker, which answers acks=0 Produce requests (Kafka sends no answer): aiokafka's
 connection fails on the unexpected answer (so it sits out), and groupkit closes the connection
 as out of step and reconnects, as the Java client does on a correlation-id mismatch, so its
@@ -34,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.bytecode import compile_sources  # noqa: E402
 from bench.table import Row, print_rows  # noqa: E402
 from groupkit.admin import Admin  # noqa: E402
 from groupkit.producer import Producer  # noqa: E402
@@ -188,6 +190,7 @@ def measure_defaults(n: int = DEFAULTS_RECORDS, repeat: int = 3,
     if bootstrap is None:
         with LocalBroker() as broker:
             return measure_defaults(n, repeat, clients, broker.bootstrap_servers)
+    compile_sources()
     runs: dict[str, list[dict[str, float]]] = {c: [] for c in clients}
     with Admin(bootstrap_servers=bootstrap) as admin:
         for round_ in range(repeat):

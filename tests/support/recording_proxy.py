@@ -59,6 +59,8 @@ class Exchange:
     None when the connection closed first. ``seq`` and ``response_seq`` come from one counter
     across all connections, drawn when the request passed and when the response did, so
     ``response_seq < other.seq`` means the client had this answer before it sent ``other``.
+    ``sent_at`` and ``answered_at`` are when the request and its response passed the proxy
+    (``time.monotonic()``), for timelines.
     """
 
     seq: int
@@ -70,6 +72,8 @@ class Exchange:
     request: bytes = attrs.field(repr=False)
     response: bytes | None = attrs.field(repr=False)
     response_seq: int | None = None
+    sent_at: float = 0.0
+    answered_at: float | None = None
 
 
 @attrs.frozen
@@ -105,11 +109,13 @@ class _Pending:
     request: bytes
     response: bytes | None = None
     response_seq: int | None = None
+    sent_at: float = attrs.field(factory=time.monotonic)
+    answered_at: float | None = None
 
     def freeze(self) -> Exchange:
         return Exchange(self.seq, self.connection, self.api_key, self.api_version,
                         self.correlation_id, self.client_id, self.request, self.response,
-                        self.response_seq)
+                        self.response_seq, self.sent_at, self.answered_at)
 
 
 def _read_header(frame: bytes) -> tuple[int, int, int, str | None]:
@@ -362,6 +368,7 @@ class RecordingProxy:
             if record is not None:
                 record.response = frame
                 record.response_seq = next(self._seq)
+                record.answered_at = time.monotonic()
                 self._changed.notify_all()
         if record is None:
             self._error(f"connection {connection}: response to unknown request {correlation_id}")

@@ -7,6 +7,7 @@ extension is built; the Python loop here is the reference and fallback, writing 
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable, Sequence
 
@@ -24,7 +25,8 @@ from groupkit.protocol.records.values import (
     Row,
 )
 
-# Zigzag varints of 0..8191 come from a table: nearly every length and delta a record holds.
+# Zigzag varints of 0..8191 come from a table (``_varints``): nearly every length and delta a
+# record holds.
 _SMALL = 1 << 13
 
 #: A record timestamp's range (the batch header's fields are int64).
@@ -43,15 +45,21 @@ def _zigzag(v: int) -> bytes:
     return bytes(out)
 
 
-_VARINT = [_zigzag(v) for v in range(_SMALL)]
+@functools.cache
+def _varints() -> list[bytes]:
+    """The zigzag varints of 0..8191, made on first use: only the pure-Python record loop reads
+    them, and making them costs an import several milliseconds."""
+    return [_zigzag(v) for v in range(_SMALL)]
+
+
 _NULL = _zigzag(-1)
-_NO_HEADERS = _VARINT[0]
+_NO_HEADERS = _zigzag(0)
 _RECORD_ATTRIBUTES = b"\x00"
 
 
 def _headers(headers: Sequence[Header]) -> bytes:
     """A record's header count and headers."""
-    zz, small, zigzag = _VARINT, _SMALL, _zigzag
+    zz, small, zigzag = _varints(), _SMALL, _zigzag
     n = len(headers)
     parts = [zz[n] if n < small else zigzag(n)]
     append = parts.append
@@ -77,7 +85,7 @@ def _records(rows: Sequence[Row], deltas: Sequence[int] | None,
     The producer's hot path, so it looks small varints up in a table, writes the common record
     (null key, no headers) without calls, and joins every part once at the end.
     """
-    zz, small, zigzag = _VARINT, _SMALL, _zigzag
+    zz, small, zigzag = _varints(), _SMALL, _zigzag
     null, no_headers, attributes = _NULL, _NO_HEADERS, _RECORD_ATTRIBUTES
     max_ts = min_ts = base_ts
     if deltas is None:
