@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         ConsumerRecord as ConsumerRecord,
     )
     from groupkit.errors import (
+        AbortableTransactionError as AbortableTransactionError,
         ApiKey as ApiKey,
         AuthenticationError as AuthenticationError,
         BrokerError as BrokerError,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         CorruptFrame as CorruptFrame,
         CorruptRecordError as CorruptRecordError,
         ErrorCode as ErrorCode,
+        FatalTransactionError as FatalTransactionError,
         GroupkitError as GroupkitError,
         IllegalStateError as IllegalStateError,
         KafkaConnectionError as KafkaConnectionError,
@@ -40,7 +42,9 @@ if TYPE_CHECKING:
         NoBrokersAvailable as NoBrokersAvailable,
         NoOffsetForPartitionError as NoOffsetForPartitionError,
         OffsetCommitError as OffsetCommitError,
+        ProducerFencedError as ProducerFencedError,
         RequestTimeoutError as RequestTimeoutError,
+        TransactionAbortedError as TransactionAbortedError,
         WakeupError as WakeupError,
     )
     from groupkit.group_consumer import (
@@ -76,7 +80,10 @@ if TYPE_CHECKING:
         RecordMetadata as RecordMetadata,
     )
     from groupkit.protocol.records import Record as Record
-    from groupkit.values import OffsetAndMetadata as OffsetAndMetadata
+    from groupkit.values import (
+        ConsumerGroupMetadata as ConsumerGroupMetadata,
+        OffsetAndMetadata as OffsetAndMetadata,
+    )
 
 #: The version of the installed distribution (pyproject.toml is its one source), read on first
 #: use: importlib.metadata costs a process about 4.5 MB of resident memory.
@@ -93,6 +100,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "CorruptFrame", "CorruptRecordError", "ErrorCode", "GroupkitError", "IllegalStateError",
         "KafkaConnectionError", "NegotiationError", "NoBrokersAvailable",
         "NoOffsetForPartitionError", "OffsetCommitError", "RequestTimeoutError", "WakeupError",
+        # Transactions (issue 28).
+        "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",
+        "TransactionAbortedError",
     ),
     "groupkit.group_consumer": ("GroupConsumer", "RunSummary"),
     "groupkit.hooks": (
@@ -104,7 +114,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "groupkit.producer": ("Producer", "RecordMetadata"),
     "groupkit.protocol.records": ("Record",),
-    "groupkit.values": ("OffsetAndMetadata",),
+    "groupkit.values": ("ConsumerGroupMetadata", "OffsetAndMetadata"),
 }
 _HOMES = {name: module for module, names in _EXPORTS.items() for name in names}
 

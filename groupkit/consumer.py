@@ -63,7 +63,7 @@ from groupkit.runtime.fetcher import Fetcher
 from groupkit.runtime.group_runner import GroupRunner
 from groupkit.runtime.metadata import ClusterMetadata
 from groupkit.runtime.offsets import CommitCallback, OffsetStore
-from groupkit.values import OffsetAndMetadata
+from groupkit.values import ConsumerGroupMetadata, OffsetAndMetadata
 
 __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 
@@ -280,6 +280,28 @@ class Consumer:
     def member_id(self) -> str | None:
         """The member id the coordinator gave, once joined."""
         return self._runner.machine.member_id if self._runner is not None else None
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group, generation, member id and instance id, for
+        ``Producer.send_offsets_to_transaction`` (KIP-447): the coordinator refuses a
+        transaction's offsets from a member that is no longer the one it names. Generation -1
+        and an empty member id before the member has joined (as Java's groupMetadata())."""
+        group_id = self.config.group_id
+        if group_id is None:
+            raise IllegalStateError("group_metadata() needs a consumer with a group_id")
+        runner = self._runner
+        if runner is not None:
+            try:
+                fence = runner.commit_fence()
+            except CommitFailedError:
+                # Rebalancing: the generation joined last, as Java's snapshot gives; the
+                # coordinator refuses it if the group has moved on.
+                machine = runner.machine
+                return ConsumerGroupMetadata(group_id, machine.generation_id, machine.member_id,
+                                             self.config.group_instance_id)
+            return ConsumerGroupMetadata(group_id, fence.generation_id, fence.member_id,
+                                         fence.group_instance_id)
+        return ConsumerGroupMetadata(group_id, -1, "", self.config.group_instance_id)
 
     def brokers_answered(self) -> bool:
         """Whether any broker has answered this consumer yet (a connection's handshake done)."""

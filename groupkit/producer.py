@@ -14,6 +14,7 @@ import collections
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 from functools import partial
 from types import TracebackType
@@ -26,6 +27,7 @@ from groupkit.errors import (
     IllegalStateError,
     KafkaConnectionError,
     RequestTimeoutError,
+    TransactionAbortedError,
     UnknownTopicOrPartitionError,
     error_for_code,
 )
@@ -39,6 +41,10 @@ from groupkit.protocol.messages.produce import (
 from groupkit.runtime.accumulator import make_accumulator, make_lock
 from groupkit.runtime.batches import Batch, RecordMetadata
 from groupkit.runtime.cluster import Cluster
+from groupkit.runtime.transactions import TransactionClient
+from groupkit.txn.manager import ProduceDecision, TransactionManager
+from groupkit.txn.states import TxnState
+from groupkit.values import ConsumerGroupMetadata, OffsetAndMetadata
 
 __all__ = ["Producer", "RecordMetadata"]
 
@@ -103,6 +109,14 @@ class Producer:
             self.__dict__["send"] = self._acc.send
         self._flushing = 0
         self._closed = False
+        # Idempotence and transactions (groupkit/txn): None when enable_idempotence is off.
+        self._txn: TransactionManager | None = None
+        self._txn_client: TransactionClient | None = None
+        self._txn_retry_at = 0.0
+        if self.config.idempotent:
+            self._txn = TransactionManager(self.config.transactional_id)
+            self._txn_client = TransactionClient(self._cluster, self.config, self._txn,
+                                                 self._lock)
         self._sender = threading.Thread(target=self._run, name="groupkit-producer-sender",
                                         daemon=True)
         self._sender.start()
@@ -128,6 +142,9 @@ class Producer:
         """send() for every record: the accumulator's fast path takes only the common ones."""
         if self._acc.closing:
             raise IllegalStateError("send() after close(); create a new Producer")
+        if self._txn is not None:
+            with self._lock:
+                self._txn.check_send()
         if value is not None and value.__class__ is not bytes and not isinstance(value, _BYTES):
             raise ConfigError(f"value must be bytes or None, not {type(value).__name__}: "
                               "encode it (e.g. json.dumps(v).encode()) before sending")
@@ -164,6 +181,10 @@ class Producer:
                         partition = self._sticky_now[topic] = self._sticky.pick(
                             topic, available or list(range(count)))
             tp = (topic, partition)
+            if self._txn is not None and self._txn.transactional:
+                self._txn.check_send()
+                if self._txn.add_partition(tp):
+                    self._wake.notify()
             batch = self._acc.get_open(tp)
             if batch is None or batch.size + size > self.config.batch_size:
                 batch = self._new_batch(tp, batch)
@@ -178,6 +199,8 @@ class Producer:
             self._seal(tp, full)
         now = time.monotonic()
         batch = Batch(tp[0], tp[1], now, now + self.config.delivery_timeout_ms / 1000)
+        if self._txn is not None and self._txn.transactional:
+            batch.transactional = True
         self._acc.set_open(tp, batch)
         self._incomplete.add(batch)
         self._wake.notify()
@@ -286,6 +309,7 @@ class Producer:
         if self._closed:
             return
         deadline = None if timeout is None else time.monotonic() + timeout
+        self._abort_open_transaction(timeout)
         self._acc.closing = True
         try:
             self.flush(timeout)
@@ -310,6 +334,168 @@ class Producer:
                 batch.fail(IllegalStateError(
                     "the producer was closed before this record was delivered"))
 
+    def _abort_open_transaction(self, timeout: float | None) -> None:
+        """close() with a transaction open aborts it, as Java's sender does on a graceful
+        close ("Aborting incomplete transaction due to shutdown")."""
+        txn = self._txn
+        if txn is None or not txn.transactional or txn.state not in (
+                TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR,
+                TxnState.ABORTING_TRANSACTION):
+            return
+        log.info("producer %s: aborting the open transaction on close",
+                 self.config.transactional_id)
+        try:
+            self.abort_transaction(timeout)
+        except GroupkitError as exc:
+            log.warning("producer %s: the open transaction could not be aborted on close (%s);"
+                        " the coordinator aborts it after transaction_timeout_ms",
+                        self.config.transactional_id, exc)
+
+    # --- transactions (Java's names and semantics; groupkit/txn holds the state) -------------
+
+    def _transactions(self, call: str) -> tuple[TransactionManager, TransactionClient]:
+        if self._txn is None or self._txn_client is None or not self._txn.transactional:
+            raise IllegalStateError(f"{call}() needs a transactional producer: create it with"
+                                    " transactional_id=...")
+        return self._txn, self._txn_client
+
+    def _deadline(self, timeout: float | None) -> float:
+        return time.monotonic() + (self.config.max_block_ms / 1000 if timeout is None
+                                   else timeout)
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the transactional id with its coordinator: fence (and abort the open
+        transaction of) any earlier producer with the same id, and get this one's producer
+        id and epoch. Call once, before the first ``begin_transaction``; within ``timeout``
+        seconds (default ``max_block_ms``), else RequestTimeoutError (call it again to go on)."""
+        txn, client = self._transactions("init_transactions")
+        with self._lock:
+            if txn.state is TxnState.UNINITIALIZED:
+                txn.transition(TxnState.INITIALIZING)
+            elif txn.state is not TxnState.INITIALIZING:
+                txn.raise_if_error("init_transactions")
+                raise IllegalStateError(f"init_transactions() while the producer is "
+                                        f"{txn.state.value}; call it once per producer")
+        client.init_producer_id(self._deadline(timeout))
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: records sent from now until commit or abort belong to it."""
+        txn, _ = self._transactions("begin_transaction")
+        with self._lock:
+            txn.begin()
+
+    def send_offsets_to_transaction(
+            self, offsets: Mapping[Any, OffsetAndMetadata | int],
+            group_metadata: ConsumerGroupMetadata | str, timeout: float | None = None) -> None:
+        """Commit a consumer group's ``offsets`` (topic-partition -> next offset to read) as
+        part of the open transaction: they count only if it commits. Pass
+        ``consumer.group_metadata()``, so a member fenced out of its group cannot commit
+        (KIP-447: CommitFailedError, then the transaction must be aborted)."""
+        txn, client = self._transactions("send_offsets_to_transaction")
+        if isinstance(group_metadata, str):
+            group_metadata = ConsumerGroupMetadata(group_metadata)
+        if not isinstance(group_metadata, ConsumerGroupMetadata):
+            raise ConfigError("group_metadata must be consumer.group_metadata() (or a group id)")
+        with self._lock:
+            txn.raise_if_error("send_offsets_to_transaction")
+            if txn.state is not TxnState.IN_TRANSACTION:
+                raise IllegalStateError("send_offsets_to_transaction() outside a transaction;"
+                                        " call begin_transaction() first")
+        if offsets:
+            client.send_offsets(offsets, group_metadata, self._deadline(timeout))
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Deliver the transaction's records, then commit it (records and offsets become
+        visible to read_committed readers together). AbortableTransactionError if a record or
+        offset failed (call ``abort_transaction``); RequestTimeoutError after ``timeout``
+        seconds (call it again to keep waiting)."""
+        txn, client = self._transactions("commit_transaction")
+        deadline = self._deadline(timeout)
+        with self._lock:
+            txn.ending(commit=True)
+        self.flush(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            txn.raise_if_error("commit_transaction")
+            started = txn.started
+        if started:
+            client.end_txn(True, deadline)
+        with self._lock:
+            txn.ended()
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records not sent yet fail with TransactionAbortedError, those
+        written are marked aborted (read_committed readers skip them), its offsets do not
+        count. Also the way out of an abortable error."""
+        txn, client = self._transactions("abort_transaction")
+        deadline = self._deadline(timeout)
+        with self._lock:
+            txn.ending(commit=False)
+            self._abort_undrained()
+        self.flush(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            if txn.state is TxnState.FATAL_ERROR:
+                raise txn.fatal_error()
+            started = txn.started
+        if started:
+            client.end_txn(False, deadline)
+        with self._lock:
+            txn.ended()
+            bump = txn.state is TxnState.INITIALIZING
+        if bump:
+            client.init_producer_id(deadline)
+
+    def _abort_undrained(self) -> None:
+        """Fail the batches of an aborted transaction that were never sent (the lock is held;
+        Java: RecordAccumulator.abortUndrainedBatches)."""
+        error = TransactionAbortedError("the transaction was aborted before this record was"
+                                        " sent")
+        for tp, batch in self._acc.open_batches():
+            self._acc.seal_open(tp, batch)
+            self._finish(batch, error)
+        keep: collections.deque[Batch] = collections.deque()
+        for batch in self._ready:
+            if batch.base_sequence < 0:
+                self._finish(batch, error)
+            else:
+                keep.append(batch)
+        self._ready = keep
+
+    def _txn_step(self) -> None:
+        """The sender thread's transaction work before it drains: an idempotent producer's
+        epoch bump and producer id, a transaction's AddPartitionsToTxn. Never raises: a
+        failure is retried after the back-off (batches meanwhile wait, bounded by
+        delivery_timeout_ms), or has put the state in an error the application is told of."""
+        txn, client = self._txn, self._txn_client
+        assert txn is not None and client is not None
+        now = time.monotonic()
+        if now < self._txn_retry_at:
+            return
+        with self._lock:
+            txn.bump_idempotent_epoch()
+            txn.resolve_sequences()
+            need_id = txn.needs_producer_id() and bool(self._incomplete)
+            if need_id and txn.state is TxnState.UNINITIALIZED:
+                txn.transition(TxnState.INITIALIZING)
+            need_add = bool(txn.pending) and txn.state in (
+                TxnState.IN_TRANSACTION, TxnState.COMMITTING_TRANSACTION)
+        if not (need_id or need_add):
+            return
+        deadline = now + self.config.request_timeout_ms / 1000
+        try:
+            if need_id:
+                client.init_producer_id(deadline)
+            if need_add:
+                client.add_partitions(deadline)
+            self._txn_retry_at = 0.0
+        except GroupkitError as exc:
+            log.warning("producer: %s", exc)
+            self._txn_retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
+        except Exception:
+            log.exception("producer: transaction step failed unexpectedly")
+            self._txn_retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
+        with self._lock:
+            self._wake.notify()
+
     def __enter__(self) -> Producer:
         return self
 
@@ -323,11 +509,15 @@ class Producer:
         while True:
             if self._cluster.refresh_due_in() <= 0:
                 self._refresh_metadata()
+            if self._txn is not None:
+                self._txn_step()
             with self._lock:
                 if self._closed:
                     return
                 wait = self._collect(time.monotonic())
                 if not isinstance(wait, dict) and not self._outcomes:
+                    if self._txn is not None and self._txn_retry_at:
+                        wait = max(0.0, min(wait, self._txn_retry_at - time.monotonic()))
                     self._wake.wait(wait)
                     continue
             self._complete()
@@ -371,32 +561,50 @@ class Producer:
         sizes: dict[int, int] = {}
         keep: collections.deque[Batch] = collections.deque()
         taken: set[tuple[str, int]] = set()
+        txn = self._txn
+        # Idempotent: a partition whose batch stays behind this round sends none after it.
+        held = taken if txn is None else set()
         while self._ready:
             batch = self._ready.popleft()
+            tp = (batch.topic, batch.partition)
             if now >= batch.deadline:
-                self._finish(batch, RequestTimeoutError(
+                error = RequestTimeoutError(
                     f"{batch.topic}-{batch.partition}: {len(batch.records)} records were not "
-                    f"delivered within delivery_timeout_ms={self.config.delivery_timeout_ms}"))
+                    f"delivered within delivery_timeout_ms={self.config.delivery_timeout_ms}")
+                if txn is not None:
+                    txn.failed(batch, error, sent=batch.base_sequence >= 0)
+                self._finish(batch, error)
                 continue
-            if batch.retry_at > now:
+            if txn is not None and txn.state is TxnState.FATAL_ERROR:
+                self._finish(batch, txn.fatal_error())
+                continue
+            if batch.retry_at > now or tp in held or (
+                    txn is not None and not txn.may_drain(tp, batch.base_sequence)):
                 keep.append(batch)
-                wake_at = batch.retry_at if wake_at is None else min(wake_at, batch.retry_at)
+                held.add(tp)
+                if batch.retry_at > now:
+                    wake_at = batch.retry_at if wake_at is None else min(wake_at, batch.retry_at)
                 continue
             leader = metadata.leader_for(batch.topic, batch.partition)
             if leader is None:
                 self._cluster.request_refresh()
                 keep.append(batch)
+                held.add(tp)
                 continue
             if leader not in chosen:
                 if self._in_flight[leader] >= limit:
                     keep.append(batch)
+                    held.add(tp)
                     continue
                 self._in_flight[leader] += 1
                 chosen[leader], sizes[leader] = [], 0
-            elif sizes[leader] + batch.size > max_bytes or (batch.topic, batch.partition) in taken:
+            elif sizes[leader] + batch.size > max_bytes or tp in taken:
                 keep.append(batch)
+                held.add(tp)
                 continue
-            taken.add((batch.topic, batch.partition))
+            if txn is not None and batch.base_sequence < 0:
+                txn.assign(batch)
+            taken.add(tp)
             chosen[leader].append(batch)
             sizes[leader] += batch.size
         self._ready = keep
@@ -422,6 +630,7 @@ class Producer:
             self._done_request(node, batches, exc, None)
             return
         request = ProduceRequest(
+            transactional_id=self.config.transactional_id,
             acks=self.config.acks, timeout_ms=self.config.request_timeout_ms,
             topic_data=[ProduceRequestTopic(name=t, partition_data=p) for t, p in topics.items()])
         future = self._cluster.send(node, request, _PRODUCE_PURPOSE)
@@ -455,22 +664,60 @@ class Producer:
                 elif answer.error_code:
                     error = error_for_code(answer.error_code)(answer.error_message)
                     self._cluster.observe(error)
-                    self._retry_or_fail(batch, error)
+                    if self._txn is not None:
+                        self._sequenced_error(batch, answer.error_code, error,
+                                              answer.log_start_offset)
+                    else:
+                        self._retry_or_fail(batch, error)
                 else:
+                    if self._txn is not None:
+                        self._txn.acked(batch, answer.base_offset)
                     self._finish(batch, (answer.base_offset, answer.log_append_time_ms))
             self._wake.notify()
         self._complete()
 
     def _retry_or_fail(self, batch: Batch, error: BaseException) -> None:
         retriable = isinstance(error, GroupkitError) and error.retriable
-        now = time.monotonic()
-        if retriable and batch.attempts <= self.config.retries and now < batch.deadline \
-                and not self._closed:
-            batch.retry_at = now + self.config.retry_backoff().delay(batch.attempts)
-            self._ready.appendleft(batch)
-            self._cluster.request_refresh()
+        if retriable and self._may_retry(batch):
+            self._requeue(batch)
             return
+        if self._txn is not None:
+            self._txn.failed(batch, error, sent=batch.base_sequence >= 0)
         self._finish(batch, error)
+
+    def _may_retry(self, batch: Batch) -> bool:
+        return batch.attempts <= self.config.retries and time.monotonic() < batch.deadline \
+            and not self._closed
+
+    def _requeue(self, batch: Batch) -> None:
+        """Queue a batch to go again after the back-off (the lock is held). An idempotent
+        producer's goes before any later batch of its partition (Java:
+        insertInSequenceOrder), so the partition's batches leave in sequence order."""
+        batch.retry_at = time.monotonic() + self.config.retry_backoff().delay(batch.attempts)
+        self._cluster.request_refresh()
+        if self._txn is None or batch.base_sequence < 0:
+            self._ready.appendleft(batch)
+            return
+        for i, other in enumerate(self._ready):
+            if (other.topic, other.partition) == (batch.topic, batch.partition) and (
+                    other.base_sequence < 0 or other.base_sequence > batch.base_sequence):
+                self._ready.insert(i, batch)
+                return
+        self._ready.append(batch)
+
+    def _sequenced_error(self, batch: Batch, code: int, error: BaseException,
+                         log_start_offset: int) -> None:
+        """An idempotent producer's batch answered with an error: the sequence rules decide
+        (groupkit/txn/manager.py; the lock is held)."""
+        assert self._txn is not None
+        decision = self._txn.on_produce_error(batch, code, log_start_offset,
+                                              self._may_retry(batch))
+        if decision is ProduceDecision.RETRY:
+            self._requeue(batch)
+        elif decision is ProduceDecision.DUPLICATE:
+            self._finish(batch, (-1, -1))
+        else:
+            self._finish(batch, error)
 
     def _finish(self, batch: Batch, outcome: tuple[int, int] | BaseException) -> None:
         """Free a batch's buffer space and queue its outcome: (base offset, log-append time)

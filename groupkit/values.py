@@ -65,3 +65,18 @@ class OffsetAndMetadata:
     def wire_leader_epoch(self) -> int:
         """The leader epoch as an OffsetCommit carries it (-1 when not known)."""
         return NO_LEADER_EPOCH if self.leader_epoch is None else self.leader_epoch
+
+
+@attrs.frozen
+class ConsumerGroupMetadata:
+    """A consumer's group membership, for ``Producer.send_offsets_to_transaction`` (KIP-447).
+
+    TxnOffsetCommit v3 carries it, so the group coordinator refuses offsets from a member the
+    group has fenced out (a generation or member id that is no longer current). A consumer
+    not in the group (yet) gives generation -1 and an empty member id, as Java's does.
+    """
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None

@@ -150,3 +150,37 @@ def test_a_remote_assignor_is_refused_with_the_classic_protocol():
                                     "group_protocol": "consumer",
                                     "group_remote_assignor": "uniform"})
     assert c.group_remote_assignor == "uniform"
+
+
+# --- idempotence (Java 3.x/4.x ProducerConfig.postProcessAndValidateIdempotenceConfigs) --------
+
+
+def test_idempotence_is_on_by_default() -> None:
+    assert ProducerConfig(bootstrap_servers="h:1").idempotent
+
+
+def test_unset_idempotence_is_silently_off_with_acks_or_retries_that_rule_it_out() -> None:
+    assert not ProducerConfig(bootstrap_servers="h:1", acks=1).idempotent
+    assert not ProducerConfig(bootstrap_servers="h:1", acks=0).idempotent
+    assert not ProducerConfig(bootstrap_servers="h:1", retries=0).idempotent
+    assert not ProducerConfig(bootstrap_servers="h:1", enable_idempotence=False).idempotent
+
+
+@pytest.mark.parametrize("settings,named", [
+    ({"enable_idempotence": True, "acks": 1}, "acks"),
+    ({"enable_idempotence": True, "retries": 0}, "retries"),
+    ({"max_in_flight_requests_per_connection": 6}, "max_in_flight"),
+    ({"enable_idempotence": True, "max_in_flight_requests_per_connection": 6}, "max_in_flight"),
+    ({"transactional_id": "t", "enable_idempotence": False}, "transactional_id"),
+    ({"transactional_id": "t", "acks": 1}, "transactional_id"),
+    ({"enable_idempotence": "yes"}, "enable_idempotence"),
+])
+def test_contradictions_with_idempotence_are_config_errors(settings: dict, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        ProducerConfig(bootstrap_servers="h:1", **settings)
+
+
+def test_more_in_flight_is_fine_without_idempotence() -> None:
+    config = ProducerConfig(bootstrap_servers="h:1", enable_idempotence=False,
+                            max_in_flight_requests_per_connection=10)
+    assert not config.idempotent

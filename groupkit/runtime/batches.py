@@ -16,6 +16,7 @@ import attrs
 
 from groupkit.errors import IllegalStateError
 from groupkit.protocol.records import encode_rows
+from groupkit.txn.sequences import ProducerIdAndEpoch
 
 
 class RecordMetadata(NamedTuple):
@@ -83,6 +84,13 @@ class Batch:
     attempts: int = 0
     retry_at: float = 0.0
     encoded: bytes | None = None
+    # The idempotent producer's stamp (groupkit/txn): -1 until the batch is first drained.
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    transactional: bool = False
+    #: Renumbered after it was first sent (an epoch bump): Java's sequenceHasBeenReset.
+    sequence_reset: bool = False
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
     _outcome: tuple[int, int] | BaseException | None = attrs.field(init=False, default=None)
     # Record futures in use (see RecordFuture) that wait for the outcome.
@@ -97,8 +105,23 @@ class Batch:
     def encode(self, compression: str | None) -> bytes:
         """The v2 record batch of these records (encoded once, kept for retries)."""
         if self.encoded is None:
-            self.encoded = encode_rows(self.records, compression=compression)
+            self.encoded = encode_rows(
+                self.records, compression=compression, producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
+                transactional=self.transactional)
         return self.encoded
+
+    @property
+    def record_count(self) -> int:
+        return len(self.records)
+
+    def restamp(self, producer: ProducerIdAndEpoch, base_sequence: int) -> None:
+        """Carry this producer id, epoch and first sequence (the bytes are made again)."""
+        if self.base_sequence >= 0:
+            self.sequence_reset = True
+        self.producer_id, self.producer_epoch = producer.producer_id, producer.epoch
+        self.base_sequence = base_sequence
+        self.encoded = None
 
     def attach(self, record: RecordFuture) -> None:
         """Give a record future its Future state on first use, completed if the batch is."""

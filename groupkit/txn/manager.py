@@ -72,6 +72,8 @@ class TransactionManager:
     in_transaction: set[TopicPartition] = attrs.field(factory=set)
     pending: set[TopicPartition] = attrs.field(factory=set)
     last_error: BaseException | None = None
+    #: The open transaction has partitions or offsets at the coordinator: ending it needs EndTxn.
+    started: bool = False
     #: Transactional: the abort must end with an epoch bump. Idempotent: bump the epoch locally
     #: before the next drain, renumbering ``bump_partitions`` (KIP-360).
     epoch_bump_required: bool = False
@@ -251,6 +253,11 @@ class TransactionManager:
     def partitions_added(self, tps: set[TopicPartition]) -> None:
         self.pending -= tps
         self.in_transaction |= tps
+        self.started = True
+
+    def offsets_added(self) -> None:
+        """AddOffsetsToTxn answered: the transaction is open at the coordinator."""
+        self.started = True
 
     # --- answers to Produce --------------------------------------------------------------------
 
@@ -383,6 +390,7 @@ class TransactionManager:
         """EndTxn answered (or nothing needed sending): READY, unless the abort must bump."""
         self.in_transaction.clear()
         self.pending.clear()
+        self.started = False
         if self.state is S.ABORTING_TRANSACTION and self.epoch_bump_required:
             self.transition(S.INITIALIZING)
             return

@@ -11,7 +11,9 @@ key (from a matching client id) hit its connection with one of
 - ``reset``: the request is dropped and the client's socket is reset (TCP RST);
 - ``stall``: the request, and those after it on that connection, wait ``seconds`` first;
 - ``blackhole``: nothing more passes either way on that connection, which stays open, as in a
-  network partition the client can only notice by its own timeouts.
+  network partition the client can only notice by its own timeouts;
+- ``lose_answer``: the request reaches the broker, which acts on it, but its answer is dropped
+  and the client's socket is reset when it arrives (a write the client cannot know happened).
 Each firing is kept in ``fired``.
 
 Plain threads and blocking sockets; everything it starts it stops in ``stop()`` (bounded).
@@ -82,7 +84,7 @@ class Fault:
     (from a client id starting with ``client_id``, when given)."""
 
     api_key: int
-    action: Literal["reset", "stall", "blackhole"]
+    action: Literal["reset", "stall", "blackhole", "lose_answer"]
     seconds: float = 0.0
     client_id: str | None = None
 
@@ -111,6 +113,7 @@ class _Pending:
     response_seq: int | None = None
     sent_at: float = attrs.field(factory=time.monotonic)
     answered_at: float | None = None
+    lose_answer: bool = False
 
     def freeze(self) -> Exchange:
         return Exchange(self.seq, self.connection, self.api_key, self.api_version,
@@ -164,6 +167,7 @@ class RecordingProxy:
     _armed: list[Fault] = attrs.field(factory=list, init=False, repr=False)
     fired: list[Fired] = attrs.field(factory=list, init=False)
     _blackholed: set[int] = attrs.field(factory=set, init=False, repr=False)
+    _lost: dict[int, bool] = attrs.field(factory=dict, init=False, repr=False)
     _stopped: threading.Event = attrs.field(factory=threading.Event, init=False, repr=False)
 
     @property
@@ -300,6 +304,11 @@ class RecordingProxy:
                     if fault is not None and fault.action == "blackhole":
                         self._blackholed.add(connection)
                         continue
+                    if fault is not None and fault.action == "lose_answer":
+                        assert record is not None
+                        record.lose_answer = True
+                        upstream.sendall(len(frame).to_bytes(4, "big") + frame)
+                        continue
                     if fault is not None and self._stopped.wait(fault.seconds):
                         return
                     upstream.sendall(len(frame).to_bytes(4, "big") + frame)
@@ -315,7 +324,10 @@ class RecordingProxy:
         try:
             while data := upstream.recv(_RECV_SIZE):
                 for frame in decoder.feed(data):
-                    answer = self._answer(connection, frame, pending)
+                    answer, lost = self._answer(connection, frame, pending)
+                    if lost:
+                        _reset(client)
+                        return
                     if connection not in self._blackholed:
                         client.sendall(answer)
         except (OSError, GroupkitError) as exc:
@@ -355,8 +367,15 @@ class RecordingProxy:
                     return fault
         return None
 
-    def _answer(self, connection: int, frame: bytes, pending: dict[int, _Pending]) -> bytes:
-        """Record the response and return the frame (size prefix included) to send on."""
+    def _answer(self, connection: int, frame: bytes,
+                pending: dict[int, _Pending]) -> tuple[bytes, bool]:
+        """Record the response; the frame (size prefix included) to send on, and whether a
+        ``lose_answer`` fault drops it instead."""
+        answer = self._rewritten(connection, frame, pending)
+        record_lost = self._lost.pop(connection, False)
+        return answer, record_lost
+
+    def _rewritten(self, connection: int, frame: bytes, pending: dict[int, _Pending]) -> bytes:
         prefix = len(frame).to_bytes(4, "big")
         try:
             correlation_id = Reader(frame, context="response header").int32()
@@ -365,6 +384,8 @@ class RecordingProxy:
             return prefix + frame
         with self._changed:
             record = pending.pop(correlation_id, None)
+            if record is not None and record.lose_answer:
+                self._lost[connection] = True
             if record is not None:
                 record.response = frame
                 record.response_seq = next(self._seq)

@@ -1,0 +1,115 @@
+"""Reading a topic as a read_committed (or read_uncommitted) reader, with groupkit or a peer:
+what a transactional test checks its output with."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+from assignors import TopicPartition
+from groupkit.consumer import Consumer
+
+WAIT = 20.0
+
+
+def read_groupkit(bootstrap: str, topic: str, partitions: int, done: Callable[[list[bytes]], bool],
+                  isolation: str = "read_committed", timeout: float = WAIT) -> list[bytes]:
+    """Values of ``topic`` from the start, read by a groupkit consumer until ``done(values)``;
+    TimeoutError (with what was read) after ``timeout`` s."""
+    values: list[bytes] = []
+    with Consumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                  auto_offset_reset="earliest") as consumer:
+        consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+        deadline = time.monotonic() + timeout
+        while not done(values):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read {len(values)} values of {topic}: {values[:20]}")
+            values.extend(r.value for r in consumer.poll(0.5) if r.value is not None)
+    return values
+
+
+def read_confluent(bootstrap: str, topic: str, done: Callable[[list[bytes]], bool],
+                   isolation: str = "read_committed", timeout: float = WAIT) -> list[bytes]:
+    """The same with confluent-kafka's consumer (partitions assigned, from the start)."""
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:8]}",
+        "auto.offset.reset": "earliest", "isolation.level": isolation,
+        "enable.auto.commit": False, "log_level": 0})
+    values: list[bytes] = []
+    try:
+        parts = consumer.list_topics(topic, timeout=timeout).topics[topic].partitions
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+                         for p in parts])
+        deadline = time.monotonic() + timeout
+        while not done(values):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read {len(values)} values of {topic}: {values[:20]}")
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None and message.value() is not None:
+                values.append(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def read_kafka_python(bootstrap: str, topic: str, done: Callable[[list[bytes]], bool],
+                      isolation: str = "read_committed", timeout: float = WAIT) -> list[bytes]:
+    """The same with kafka-python's consumer (partitions assigned, from the start)."""
+    import kafka
+
+    consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                                   auto_offset_reset="earliest", enable_auto_commit=False)
+    values: list[bytes] = []
+    try:
+        parts = consumer.partitions_for_topic(topic) or set()
+        consumer.assign([kafka.TopicPartition(topic, p) for p in parts])
+        deadline = time.monotonic() + timeout
+        while not done(values):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"read {len(values)} values of {topic}: {values[:20]}")
+            for records in consumer.poll(500).values():
+                values.extend(r.value for r in records if r.value is not None)
+    finally:
+        consumer.close()
+    return values
+
+
+def until(*markers: bytes) -> Callable[[list[bytes]], bool]:
+    """``done`` for a reader: stop once every one of ``markers`` was read."""
+    return lambda values: set(markers) <= set(values)
+
+
+def log_entries(bootstrap: str, topic: str, partition: int) -> list[tuple[object, int]]:
+    """What the log of one partition holds, from offset 0, read raw with groupkit's Fetch:
+    each record's value, and each transaction marker as "COMMIT" or "ABORT", with the
+    producer id that wrote it. Shows what a coordinator did whatever a reader filters."""
+    from groupkit.config import ClientConfig
+    from groupkit.protocol.messages.fetch import (
+        FetchRequest,
+        FetchRequestPartition,
+        FetchRequestTopic,
+    )
+    from groupkit.protocol.records import CONTROL_COMMIT, control_type, decode_batches
+    from groupkit.runtime.cluster import Cluster
+
+    cluster = Cluster(ClientConfig(bootstrap_servers=bootstrap))
+    try:
+        topic_id = cluster.refresh([topic]).topics[topic].topic_id
+        request = FetchRequest(max_wait_ms=100, min_bytes=1, topics=[FetchRequestTopic(
+            topic=topic, topic_id=topic_id, partitions=[FetchRequestPartition(
+                partition=partition, fetch_offset=0, partition_max_bytes=1 << 20)])])
+        answer = cluster.send_to_leader(topic, partition, request).result(WAIT)
+        records = answer.responses[0].partitions[0].records or b""
+        out: list[tuple[object, int]] = []
+        for batch in decode_batches(records):
+            if batch.is_control:
+                kind = control_type(batch.records[0])
+                out.append(("COMMIT" if kind == CONTROL_COMMIT else "ABORT", batch.producer_id))
+            else:
+                out.extend((r.value, batch.producer_id) for r in batch.records)
+        return out
+    finally:
+        cluster.close()
