@@ -1,9 +1,14 @@
 """GroupConsumer: subclass it, name the topics and the group, write ``process``, call ``run()``.
 
-Delivery is at-least-once: a record's offset is committed only after ``process`` (or
-``process_batch``) returned for it. The underlying :class:`~groupkit.consumer.Consumer` runs with
-``enable_auto_commit=False``; this class tracks the next offset per partition and commits it every
-``auto_commit_interval_ms``, when partitions are revoked (after ``on_revoked``) and on stop.
+Delivery is at-least-once by default: a record's offset is committed only after ``process``
+(or ``process_batch``) returned for it. The underlying :class:`~groupkit.consumer.Consumer` runs
+with ``enable_auto_commit=False``; this class tracks the next offset per partition and commits it
+every ``auto_commit_interval_ms``, when partitions are revoked (after ``on_revoked``) and on stop.
+
+With ``processing_guarantee = "exactly_once_v2"`` (Kafka Streams' name) each poll is one
+transaction: the output ``self.send`` wrote while processing its records and those records'
+offsets commit together (KIP-447, fenced by the group generation), or none of it does; the
+member reads ``read_committed``. The rules are in the "exactly once" section below.
 """
 
 from __future__ import annotations
@@ -14,15 +19,17 @@ import logging
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
 from assignors import TopicPartition
-from groupkit.config import ConsumerConfig
+from groupkit.config import ClientConfig, ConsumerConfig
 from groupkit.consumer import Consumer, ConsumerRebalanceListener, ConsumerRecord
 from groupkit.errors import (
+    AbortableTransactionError,
     CommitFailedError,
     ConfigError,
     GroupkitError,
@@ -30,14 +37,19 @@ from groupkit.errors import (
     NoBrokersAvailable,
     WakeupError,
 )
-from groupkit.hooks import Hook, Processed, emit
+from groupkit.hooks import Hook, Processed, TransactionEnded, emit
+
+if TYPE_CHECKING:
+    from groupkit.producer import Producer
 
 __all__ = ["ERROR_POLICIES", "GroupConsumer", "RunSummary"]
 
 log = logging.getLogger(__name__)
 
 ERROR_POLICIES = ("stop", "skip")
-_OWN_SETTINGS = ("topics", "on_error", "hooks", "metrics_port", "stop_grace_ms")
+_OWN_SETTINGS = ("topics", "on_error", "hooks", "metrics_port", "stop_grace_ms",
+                 "processing_guarantee", "transactional_id", "producer_settings")
+PROCESSING_GUARANTEES = ("at_least_once", "exactly_once_v2")
 _CONSUMER_SETTINGS = tuple(a.name for a in attrs.fields(ConsumerConfig))
 # The longest one poll of the loop may wait (Spring Kafka's default pollTimeout): an idle worker
 # wakes once in this, not five times a second. stop() does not wait for it: it wakes the poll,
@@ -80,6 +92,14 @@ class GroupConsumer:
     #: After stop(), SIGTERM or SIGINT, run() commits and leaves within this many ms, then
     #: returns whatever is left undone; a second SIGTERM or SIGINT stops at once.
     stop_grace_ms: ClassVar[int] = 10_000
+    #: "at_least_once", or "exactly_once_v2": one transaction per poll (see the module doc).
+    processing_guarantee: ClassVar[str] = "at_least_once"
+    #: The exactly-once producer's transactional id. A pool gives each slot a stable one
+    #: ("<group>-worker-<slot>"), so a replacement's init_transactions aborts its predecessor's
+    #: open transaction at once; None elsewhere makes a fresh one per run (see the README).
+    transactional_id: ClassVar[str | None] = None
+    #: More settings for the producer behind ``send`` (ProducerConfig names), e.g. compression.
+    producer_settings: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, **settings: Any) -> None:
         cls = type(self)
@@ -97,6 +117,10 @@ class GroupConsumer:
         self._hooks = list(merged.pop("hooks"))
         self._metrics_port = _check_port(merged.pop("metrics_port"))
         self._grace = _check_grace(merged.pop("stop_grace_ms")) / 1000
+        self._guarantee = merged.pop("processing_guarantee")
+        self._transactional_id = merged.pop("transactional_id")
+        self._producer_settings = dict(merged.pop("producer_settings") or {})
+        self._exactly_once = _check_guarantee(self._guarantee, merged)
         if self._on_error not in ERROR_POLICIES:
             raise ConfigError(f"on_error must be 'stop' or 'skip', not {self._on_error!r}")
         if "enable_auto_commit" in merged:
@@ -131,6 +155,12 @@ class GroupConsumer:
         self._health: Any = None
         #: The Consumer while run() runs: stop() wakes its poll.
         self._consumer: Consumer | None = None
+        #: The producer behind send(): transactional with exactly_once_v2, else made on the
+        #: first send (idempotent) and flushed before every commit.
+        self._producer: Producer | None = None
+        #: The open transaction: when it began and each partition's first offset in it.
+        self._txn_began: float | None = None
+        self._txn_starts: dict[TopicPartition, int] = {}
         if self._metrics_port is not None:
             self._hooks.extend(self._metrics_hooks())
 
@@ -216,6 +246,8 @@ class GroupConsumer:
                 consumer = Consumer(hooks=self._hooks, **self._settings)
                 self._consumer = consumer
                 try:
+                    if self._exactly_once:
+                        self._start_transactions()
                     consumer.subscribe(list(self._topics), listener=_Listener(
                         assigned=self._partitions_assigned,
                         revoked=lambda partitions: self._partitions_revoked(consumer, partitions),
@@ -224,7 +256,10 @@ class GroupConsumer:
                 finally:
                     # close() revokes what is held: on_revoked runs, then the worker commits,
                     # all within the grace (as Java's KafkaConsumer.close(timeout) bounds it).
-                    consumer.close(self._grace_left())
+                    try:
+                        consumer.close(self._grace_left())
+                    finally:
+                        self._close_producer()
         finally:
             if self._metrics_server is not None:
                 self._metrics_server.close()
@@ -242,7 +277,10 @@ class GroupConsumer:
             except WakeupError:
                 continue  # stop() woke it: the loop's condition ends the loop
             if records:
-                self._handle(consumer, records)
+                if self._exactly_once:
+                    self._handle_in_transaction(consumer, records)
+                else:
+                    self._handle(consumer, records)
             self._commit_if_due(consumer)
             if not self._reached_brokers(consumer, started):
                 unreachable = consumer.unreachable_brokers()
@@ -316,6 +354,8 @@ class GroupConsumer:
             self._commit_if_due(consumer)
 
     def _commit_if_due(self, consumer: Consumer) -> None:
+        if self._exactly_once:
+            return  # offsets go only with a transaction
         if time.monotonic() >= self._next_commit:
             self._commit(consumer, self._next_offsets)
             self._next_commit = time.monotonic() + self._commit_interval
@@ -342,9 +382,12 @@ class GroupConsumer:
         # timeout) can still reach the broker after a newer one and move the group back, and
         # only sending the position again puts it right.
         due = dict(offsets)
-        if not due:
+        if not due or self._exactly_once:
             return
         try:
+            if self._producer is not None:
+                # What process() sent goes out before the offsets that say it is done.
+                self._producer.flush(self._commit_timeout())
             consumer.commit(due, self._commit_timeout())
         except CommitFailedError as exc:
             # Refused because the group is rebalancing: the offsets stay due and go out with the
@@ -392,6 +435,127 @@ class GroupConsumer:
         if self._stop_requested:
             return min(timeout, self._grace_left())
         return min(timeout, self._grace) if self._grace > 0 else timeout
+
+    # --- output and exactly once ---------------------------------------------------------------
+    #
+    # Kafka Streams' EOS-v2 task handling, one transaction per poll: the transaction begins at
+    # the poll's first record and commits (its records' offsets sent with it, fenced by the
+    # group generation) once the poll's records are processed, before the next poll. So none
+    # is open while poll() runs the rebalance callbacks: a revoke, a loss or a stop between
+    # polls finds nothing to commit or abort. A stop inside a poll commits the records
+    # processed so far (complete, and the member still owns their partitions: nothing can
+    # revoke them before the next poll), as Streams commits on a clean close. A process() that
+    # raises with on_error="stop", or a transaction the group or the coordinator refuses
+    # (CommitFailedError: this member was fenced out; AbortableTransactionError), aborts it,
+    # and the positions go back to the poll's first offsets, so the records are read again
+    # (by this member or, after a rebalance, their new owner) and no output shows twice to a
+    # read_committed reader. ProducerFencedError (another worker took this transactional id)
+    # ends run(). on_error="skip" skips the record and commits its offset with the
+    # transaction.
+
+    def send(self, topic: str, value: bytes | None, key: bytes | None = None,
+             partition: int | None = None,
+             headers: list[tuple[str, bytes | None]] | None = None) -> Any:
+        """Write one output record from ``process``/``process_batch``; returns its future.
+
+        exactly_once_v2: inside the poll's transaction. at_least_once: sent by an idempotent
+        producer and flushed before the offsets of the records that produced it commit."""
+        producer = self._producer
+        if self._exactly_once:
+            if producer is None or self._consumer is None:
+                raise IllegalStateError("send() works while run() runs, from process()")
+            self._begin_transaction()
+        elif producer is None:
+            if self._consumer is None:
+                raise IllegalStateError("send() works while run() runs, from process()")
+            producer = self._producer = self._make_producer(None)
+        return producer.send(topic, value, key=key, partition=partition, headers=headers)
+
+    def _make_producer(self, transactional_id: str | None) -> Producer:
+        # Imported here: a worker that never sends does not load the producer.
+        from groupkit.producer import Producer
+
+        client = {a.name: getattr(self.config, a.name) for a in attrs.fields(ClientConfig)}
+        client["bootstrap_servers"] = [f"{h}:{p}" for h, p in self.config.bootstrap_servers]
+        settings = {**client, **self._producer_settings}
+        if transactional_id is not None:
+            settings["transactional_id"] = transactional_id
+        return Producer(**settings)
+
+    def _start_transactions(self) -> None:
+        transactional_id = self._transactional_id or \
+            f"{self.config.group_id}-{uuid.uuid4().hex[:12]}"
+        self._producer = self._make_producer(transactional_id)
+        # Fences any earlier producer with this id and aborts its open transaction.
+        self._producer.init_transactions(self.config.default_api_timeout_ms / 1000)
+        log.info("%s: exactly_once_v2 with transactional id %s", type(self).__name__,
+                 transactional_id)
+
+    def _close_producer(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            producer.close(self._grace_left())
+
+    def _begin_transaction(self) -> None:
+        if self._txn_began is None:
+            assert self._producer is not None
+            self._producer.begin_transaction()
+            self._txn_began = time.monotonic()
+
+    def _handle_in_transaction(self, consumer: Consumer, records: list[ConsumerRecord]) -> None:
+        """One poll's records in one transaction (see above)."""
+        self._begin_transaction()
+        for r in records:
+            self._txn_starts.setdefault(TopicPartition(r.topic, r.partition), r.offset)
+        before = {tp: self._next_offsets.get(tp) for tp in self._txn_starts}
+        try:
+            self._handle(consumer, records)
+        except Exception:
+            self._end_transaction(consumer, commit=False, before=before)
+            raise
+        self._end_transaction(consumer, commit=True, before=before)
+
+    def _end_transaction(self, consumer: Consumer, commit: bool,
+                         before: Mapping[TopicPartition, int | None]) -> None:
+        producer = self._producer
+        assert producer is not None and self._txn_began is not None
+        timeout = self._commit_timeout()
+        offsets = {tp: self._next_offsets[tp] for tp in self._txn_starts
+                   if tp in self._next_offsets and self._next_offsets[tp] != before.get(tp)}
+        try:
+            if commit:
+                try:
+                    if offsets:
+                        producer.send_offsets_to_transaction(offsets, consumer.group_metadata(),
+                                                             timeout)
+                    producer.commit_transaction(timeout)
+                    self._commits += 1
+                except (CommitFailedError, AbortableTransactionError) as exc:
+                    log.warning("%s: the transaction of %d partition(s) could not commit (%s);"
+                                " aborting it, and its records are read again",
+                                type(self).__name__, len(self._txn_starts), exc)
+                    commit = False
+            if not commit:
+                producer.abort_transaction(timeout)
+                self._rewind(consumer, before)
+        finally:
+            if self._hooks:
+                emit(self._hooks, TransactionEnded(self.config.group_id or "", commit,
+                                                   time.monotonic() - self._txn_began))
+            self._txn_began = None
+            self._txn_starts = {}
+
+    def _rewind(self, consumer: Consumer, before: Mapping[TopicPartition, int | None]) -> None:
+        """After an abort: the positions and next offsets go back to the poll's first records."""
+        assigned = consumer.assignment()
+        for tp, start in self._txn_starts.items():
+            previous = before.get(tp)
+            if previous is None:
+                self._next_offsets.pop(tp, None)
+            else:
+                self._next_offsets[tp] = previous
+            if tp in assigned:
+                consumer.seek(tp, start)
 
     def _forget(self, partitions: set[TopicPartition]) -> None:
         for tp in partitions:
@@ -455,6 +619,21 @@ def _check_port(port: Any) -> int | None:
         raise ConfigError(f"metrics_port must be a port number 0-65535 (0: any free port) or"
                           f" None (off), not {port!r}")
     return port
+
+
+def _check_guarantee(guarantee: Any, settings: dict[str, Any]) -> bool:
+    """Whether the worker is exactly-once; it then reads read_committed (Kafka Streams sets
+    the same), and an explicit read_uncommitted is a ConfigError."""
+    if guarantee not in PROCESSING_GUARANTEES:
+        raise ConfigError(f"processing_guarantee must be one of {', '.join(PROCESSING_GUARANTEES)}"
+                          f", not {guarantee!r}")
+    if guarantee != "exactly_once_v2":
+        return False
+    if settings.get("isolation_level", "read_committed") != "read_committed":
+        raise ConfigError("processing_guarantee='exactly_once_v2' reads read_committed; remove"
+                          " isolation_level='read_uncommitted'")
+    settings["isolation_level"] = "read_committed"
+    return True
 
 
 def _check_grace(value: Any) -> int:

@@ -207,6 +207,16 @@ class Processed:
 
 
 @attrs.frozen
+class TransactionEnded:
+    """An exactly-once GroupConsumer ended one poll's transaction: ``committed`` (its output
+    and offsets count) or aborted; it was open ``duration_s``."""
+
+    group_id: str
+    committed: bool
+    duration_s: float
+
+
+@attrs.frozen
 class BrokerUnreachable:
     """A connection to ``broker`` (``host:port``) failed: a connect attempt (``failures``
     attempts in a row so far, 1 at the start of an outage) or an open connection that broke
@@ -238,7 +248,7 @@ class TopicMissing:
 Event = (Joined | Synced | RebalanceStarted | RebalanceFinished | HeartbeatSent
          | HeartbeatAnswered | CommitDone | CommitFailed | FetchCompleted | GroupRequestDone
          | MemberStateChanged | PartitionsAssigned | PartitionsRevoked | PartitionsLost | Polled
-         | Processed | BrokerUnreachable | BrokerRecovered | TopicMissing)
+         | Processed | BrokerUnreachable | BrokerRecovered | TopicMissing | TransactionEnded)
 Hook = Callable[[Event], None]
 
 

@@ -118,6 +118,11 @@ METRICS: tuple[MetricSpec, ...] = (
              "GroupConsumer: records whose process (or process_batch) raised."),
     _counter("groupkit_connection_errors_total", ("broker",),
              "Failed connects and broken connections, by broker address."),
+    # Exactly-once GroupConsumer (issue 28).
+    _counter("groupkit_transactions_total", ("group", "result"),
+             "Exactly-once GroupConsumer: transactions ended, result committed or aborted."),
+    _histogram("groupkit_transaction_duration_seconds", G,
+               "Exactly-once GroupConsumer: from a poll's transaction beginning to its end."),
 )
 
 
@@ -167,6 +172,8 @@ class MetricSet:
     process_duration_seconds: Histogram
     process_errors_total: Counter
     connection_errors_total: Counter
+    transactions_total: Counter
+    transaction_duration_seconds: Histogram
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry

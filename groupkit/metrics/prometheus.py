@@ -39,6 +39,7 @@ from groupkit.hooks import (
     Polled,
     Processed,
     RebalanceFinished,
+    TransactionEnded,
 )
 from groupkit.metrics.definitions import METRICS, MetricSet
 from groupkit.metrics.multiprocess import multiprocess_dir
@@ -144,6 +145,7 @@ class PrometheusMetrics:
             CommitFailed: self._commit_failed,
             FetchCompleted: self._fetched,
             BrokerUnreachable: self._unreachable,
+            TransactionEnded: self._transaction_ended,
         }
 
     def __call__(self, event: Event) -> None:
@@ -286,6 +288,11 @@ class PrometheusMetrics:
         self._child("process_duration_seconds", e.group_id).observe(e.duration_s)
         if e.failed:
             self._child("process_errors_total", e.group_id).inc(e.failed)
+
+    def _transaction_ended(self, e: TransactionEnded) -> None:
+        result = "committed" if e.committed else "aborted"
+        self._child("transactions_total", e.group_id, result).inc()
+        self._child("transaction_duration_seconds", e.group_id).observe(e.duration_s)
 
     def _commit_done(self, e: CommitDone) -> None:
         self._child("commit_duration_seconds", e.group_id).observe(e.latency_s)

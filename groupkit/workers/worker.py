@@ -92,6 +92,19 @@ class _Liveness:
                     self.worker.stop()
 
 
+def _stable_transactional_id(cls: type, settings: dict[str, Any], slot: int) -> None:
+    """An exactly-once worker gets "<group>-worker-<slot>" as its transactional id unless it
+    names one: the replacement of a killed worker takes the same id, so its init_transactions
+    fences the old one and aborts its open transaction at once (not after
+    transaction_timeout_ms)."""
+    guarantee = settings.get("processing_guarantee", getattr(cls, "processing_guarantee", None))
+    if guarantee != "exactly_once_v2" or settings.get(
+            "transactional_id", getattr(cls, "transactional_id", None)) is not None:
+        return
+    group = settings.get("group_id", getattr(cls, "group_id", None))
+    settings["transactional_id"] = f"{group}-worker-{slot}"
+
+
 def worker_main(spec: WorkerSpec, beat: Any, conn: Connection) -> None:
     """Run one member of the pool's group; report how it ended on ``conn`` and exit.
 
@@ -115,6 +128,7 @@ def worker_main(spec: WorkerSpec, beat: Any, conn: Connection) -> None:
         cls = load_class(spec.class_path)
         # The pool serves the metrics of all its workers; a worker serves none of its own.
         settings = {**spec.settings, "metrics_port": None}
+        _stable_transactional_id(cls, settings, spec.slot)
         hooks = list(settings.pop("hooks", getattr(cls, "hooks", ())))
         hooks.append(liveness)
         if spec.metrics_dir is not None:

@@ -113,3 +113,20 @@ def log_entries(bootstrap: str, topic: str, partition: int) -> list[tuple[object
         return out
     finally:
         cluster.close()
+
+
+def committed_view(entries: list[tuple[object, int]]) -> list[bytes]:
+    """The values a read_committed reader must see in one partition's log (``log_entries``):
+    a transactional producer's records count once its COMMIT marker follows them, never when
+    an ABORT does; computed from the markers, whatever the broker's Fetch answers say."""
+    pending: dict[int, list[bytes]] = {}
+    out: list[bytes] = []
+    for value, pid in entries:
+        if value == "COMMIT":
+            out.extend(pending.pop(pid, []))
+        elif value == "ABORT":
+            pending.pop(pid, None)
+        else:
+            assert isinstance(value, bytes)
+            pending.setdefault(pid, []).append(value)
+    return out
