@@ -58,8 +58,8 @@ def test_exactly_once_needs_read_committed() -> None:
         Upper(bootstrap_servers="h:1", topics=["t"], group_id="g", processing_guarantee="eos")
 
 
-def test_output_and_offsets_commit_together_and_a_failure_aborts(kafka_broker,  # noqa: F811
-                                                                  unique_name) -> None:
+def test_output_and_offsets_commit_together_and_a_failure_aborts(
+        kafka_broker, unique_name) -> None:  # noqa: F811
     bootstrap = kafka_broker.bootstrap_servers
     source, sink, group = unique_name("in"), unique_name("out"), unique_name("g")
     create_topic(bootstrap, source, 2)
