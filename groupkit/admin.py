@@ -3,6 +3,10 @@
 Each call routes itself: topic changes to the controller, group calls to each group's
 coordinator (found with FindCoordinator and retried while it moves or loads), offset lookups to
 partition leaders. Broker errors raise the matching ``groupkit.errors`` exception.
+
+Over 600 lines because it is the whole of the Java AdminClient that groupkit offers, one method
+per call with the routing, retries and version choices that call needs; the values it returns
+live in ``admin_values``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any, TypeVar
 
 from assignors import TopicPartition
 from groupkit.admin_values import (
+    CONSUMER_PROTOCOL_TYPE,
     CreatedTopic,
     GroupDescription,
     GroupListing,
@@ -31,8 +36,13 @@ from groupkit.errors import (
     GroupkitError,
     KafkaConnectionError,
     RequestTimeoutError,
+    UnsupportedVersionError,
     check_error,
     error_for_code,
+)
+from groupkit.protocol.messages.consumer_group import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
 )
 from groupkit.protocol.messages.create_topics import (
     CreateTopicsRequest,
@@ -213,8 +223,56 @@ class Admin:
 
     def describe_groups(self, group_ids: Iterable[str], timeout: float | None = None
                         ) -> dict[str, GroupDescription]:
-        """Describe groups; consumer-protocol members get their topics and partitions decoded."""
+        """Describe groups; consumer-protocol members get their topics and partitions decoded.
+
+        As Java's AdminClient does since KIP-848: a group whose coordinator has
+        ConsumerGroupDescribe (API 69) is asked with it first, and with DescribeGroups when it
+        is not a consumer-protocol group (GROUP_ID_NOT_FOUND). An answer with group epoch -1
+        counts as "not one" too: Kafka never gives that for a group it describes, and Tansu
+        answers so for groups it cannot host as consumer-protocol groups (classic ones
+        included, which it calls Stable with no members).
+        """
         deadline = self._deadline(timeout)
+        ids = list(dict.fromkeys(group_ids))
+        coordinators = self._cluster.coordinators(ids, deadline=deadline)
+        newer = [g for g in ids if self._cluster.api_version(
+            coordinators[g], ApiKey.CONSUMER_GROUP_DESCRIBE, deadline) is not None]
+        described: dict[str, GroupDescription] = {}
+        if newer:
+            def split_new(response: ConsumerGroupDescribeResponse, groups: list[str]
+                          ) -> dict[str, tuple[int, Any]]:
+                return {g.group_id: (g.error_code, g) for g in response.groups}
+
+            answers = self._by_coordinator(
+                newer, lambda groups: ConsumerGroupDescribeRequest(group_ids=groups), split_new,
+                deadline)
+            for group_id, (code, group) in answers.items():
+                if code == ErrorCode.GROUP_ID_NOT_FOUND or (not code and group.group_epoch < 0):
+                    continue
+                _check(code, f"group {group_id!r}")
+                described[group_id] = GroupDescription(
+                    group.group_id, group.group_state, CONSUMER_PROTOCOL_TYPE,
+                    group.assignor_name, tuple(MemberDescription.from_consumer_group(m)
+                                               for m in group.members),
+                    _node(self._cluster.metadata.broker(coordinators[group_id])),
+                    group.group_epoch)
+        classic = [g for g in ids if g not in described]
+        if classic:
+            described.update(self._describe_classic(classic, coordinators, deadline))
+        return {g: described[g] for g in ids}
+
+    def _describe_classic(self, group_ids: list[str], coordinators: Mapping[str, int],
+                          deadline: float) -> dict[str, GroupDescription]:
+        for group_id in group_ids:
+            node = coordinators[group_id]
+            if self._cluster.api_version(node, ApiKey.DESCRIBE_GROUPS, deadline) is None:
+                broker = self._cluster.metadata.broker(node)
+                where = f"{broker.host}:{broker.port} (node {node})" if broker else f"node {node}"
+                raise UnsupportedVersionError(
+                    f"the coordinator of group {group_id!r}, {where}, offers neither"
+                    " ConsumerGroupDescribe (API 69, consumer-protocol groups, Kafka 4.0+) nor"
+                    " DescribeGroups (API 15, classic groups): it cannot describe the group"
+                    " (confluent-kafka's mock cluster has neither)")
 
         def split(response: DescribeGroupsResponse, groups: list[str]
                   ) -> dict[str, tuple[int, Any]]:
@@ -223,7 +281,6 @@ class Admin:
         answers = self._by_coordinator(
             group_ids, lambda groups: DescribeGroupsRequest(groups=groups), split, deadline)
         described = {}
-        coordinators = self._cluster.coordinators(answers, deadline=deadline)
         for group_id, (code, group) in answers.items():
             _check(code, f"group {group_id!r}")
             described[group_id] = GroupDescription(

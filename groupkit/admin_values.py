@@ -10,6 +10,10 @@ import attrs
 from assignors import TopicPartition
 from groupkit.errors import CorruptFrame
 from groupkit.protocol.consumer import Assignment, Subscription
+from groupkit.protocol.messages.consumer_group import (
+    ConsumerGroupDescribeAssignment,
+    ConsumerGroupDescribeMember,
+)
 from groupkit.protocol.messages.describe_groups import DescribeGroupsResponseMember
 
 #: The protocol type of groups whose member metadata is the consumer embedded protocol.
@@ -52,6 +56,21 @@ class MemberDescription:
     assignment: tuple[TopicPartition, ...] | None
     metadata: bytes = attrs.field(repr=False)
     assignment_bytes: bytes = attrs.field(repr=False)
+    #: A consumer-protocol (KIP-848) member's epoch, the assignment the coordinator is moving
+    #: it to, and the topic pattern it subscribed with (None for a classic group's members).
+    member_epoch: int | None = None
+    target_assignment: tuple[TopicPartition, ...] | None = None
+    subscribed_pattern: str | None = None
+
+    @classmethod
+    def from_consumer_group(cls, member: ConsumerGroupDescribeMember) -> MemberDescription:
+        """One member of a consumer-protocol group as ConsumerGroupDescribe gives it: topics
+        by name (the answer carries both ids and names), nothing encoded."""
+        return cls(member.member_id, member.instance_id, member.client_id, member.client_host,
+                   Subscription(topics=list(member.subscribed_topic_names),
+                                rack_id=member.rack_id),
+                   _named(member.assignment), b"", b"", member.member_epoch,
+                   _named(member.target_assignment), member.subscribed_topic_regex or None)
 
     @classmethod
     def from_wire(cls, member: DescribeGroupsResponseMember,
@@ -71,6 +90,11 @@ class MemberDescription:
 
 
 _Embedded = TypeVar("_Embedded", Subscription, Assignment)
+
+
+def _named(assignment: ConsumerGroupDescribeAssignment) -> tuple[TopicPartition, ...]:
+    return tuple(sorted(TopicPartition(tp.topic_name, p) for tp in assignment.topic_partitions
+                        for p in tp.partitions))
 
 
 def _decode_or_none(kind: type[_Embedded], data: bytes) -> _Embedded | None:
@@ -102,6 +126,9 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...]
     coordinator: Node | None = None
+    #: A consumer-protocol (KIP-848) group's epoch (None for a classic group); its
+    #: ``protocol_type`` is "consumer" and ``protocol`` the server-side assignor.
+    group_epoch: int | None = None
 
 
 @attrs.frozen

@@ -69,6 +69,7 @@ class GroupView:
         return {
             "group": d.group_id, "state": d.state or None,
             "protocol_type": d.protocol_type or None, "protocol": d.protocol or None,
+            "group_epoch": d.group_epoch,
             "coordinator": {"id": c.node_id, "host": c.host, "port": c.port} if c else None,
             "members": [_member_json(m) for m in d.members],
             "offsets": [r.to_json() for r in self.offsets],
@@ -76,10 +77,19 @@ class GroupView:
 
 
 def _member_json(m: MemberDescription) -> dict[str, Any]:
-    return {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-            "client_id": m.client_id or None, "host": m.client_host or None,
-            "assignment": None if m.assignment is None else
-            [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment]}
+    out: dict[str, Any] = {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                           "client_id": m.client_id or None, "host": m.client_host or None,
+                           "assignment": _partitions_json(m.assignment)}
+    if m.member_epoch is not None:  # a consumer-protocol (KIP-848) member
+        out.update(member_epoch=m.member_epoch,
+                   target_assignment=_partitions_json(m.target_assignment),
+                   subscribed_pattern=m.subscribed_pattern)
+    return out
+
+
+def _partitions_json(partitions: Iterable[TopicPartition] | None) -> list[dict[str, Any]] | None:
+    return None if partitions is None else [{"topic": tp.topic, "partition": tp.partition}
+                                            for tp in partitions]
 
 
 def assignment_text(m: MemberDescription) -> str | None:

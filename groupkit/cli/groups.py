@@ -112,7 +112,8 @@ def describe(args: argparse.Namespace) -> int:
             c = d.coordinator
             where = f"{c.node_id} ({c.host}:{c.port})" if c else "-"
             protocol = "/".join(x for x in (d.protocol_type, d.protocol) if x) or "-"
-            out.print(f"GROUP {d.group_id}  STATE {d.state or '-'}  PROTOCOL {protocol}"
+            epoch = "" if d.group_epoch is None else f"  EPOCH {d.group_epoch}"
+            out.print(f"GROUP {d.group_id}  STATE {d.state or '-'}  PROTOCOL {protocol}{epoch}"
                       f"  COORDINATOR {where}  MEMBERS {len(d.members)}"
                       f"  TOTAL-LAG {view.total_lag}")
             if d.members:

@@ -14,8 +14,12 @@ from typing import Any
 
 import pytest
 
-from groupkit.errors import ApiKey
+from groupkit.errors import ApiKey, ErrorCode
 from groupkit.protocol.headers import RequestHeader, decode_request_frame
+from groupkit.protocol.messages.consumer_group import (
+    ConsumerGroupDescribeGroup,
+    ConsumerGroupDescribeResponse,
+)
 from groupkit.protocol.messages.describe_groups import (
     DescribeGroupsResponse,
     DescribeGroupsResponseGroup,
@@ -56,8 +60,15 @@ class GroupCluster(FakeCluster):
 
     def _respond(self, header: RequestHeader, frame: bytes) -> bytes:
         _, request = decode_request_frame(frame)
-        if header.api_key == ApiKey.DESCRIBE_GROUPS:
-            response: Any = DescribeGroupsResponse(groups=[DescribeGroupsResponseGroup(
+        if header.api_key == ApiKey.CONSUMER_GROUP_DESCRIBE:
+            # Kafka 4's answer for a group that is not a consumer-protocol group: the client
+            # asks again with DescribeGroups (as Java's AdminClient does).
+            response: Any = ConsumerGroupDescribeResponse(groups=[ConsumerGroupDescribeGroup(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {g} is not a"
+                " consumer group.", group_id=g, group_state="", group_epoch=0,
+                assignment_epoch=0, assignor_name="") for g in request.group_ids])
+        elif header.api_key == ApiKey.DESCRIBE_GROUPS:
+            response = DescribeGroupsResponse(groups=[DescribeGroupsResponseGroup(
                 error_code=0, group_id=g, group_state=self.state,
                 protocol_type="consumer" if self.members else "",
                 protocol_data="range" if self.members else "", members=self.members)
