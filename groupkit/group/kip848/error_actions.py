@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import enum
 
-from groupkit.errors import ErrorCode
+from groupkit.errors import ErrorCode, FieldVersionError, UnsupportedVersionError
+from groupkit.group.outputs import Coordinator
 
 
 class Action(enum.Enum):
@@ -99,3 +100,21 @@ def commit_action(code: int) -> Action:
 def offset_fetch_action(code: int) -> Action:
     """What a non-zero ``code`` on an OffsetFetch does to the fetch."""
     return OFFSET_FETCH_ACTIONS.get(code, A.FAIL_REQUEST)
+
+
+def unsupported_error(coordinator: Coordinator | None,
+                      error: BaseException) -> UnsupportedVersionError:
+    """What a member tells the application when its coordinator cannot take its heartbeats:
+    the broker, the API it lacks and the fix (Java says "Set group.protocol=classic")."""
+    where = ("the group coordinator" if coordinator is None else
+             f"the group coordinator {coordinator.host}:{coordinator.port}"
+             f" (node {coordinator.node_id})")
+    if isinstance(error, FieldVersionError):
+        return UnsupportedVersionError(
+            f"{where} speaks only ConsumerGroupHeartbeat v0, which cannot carry a topic"
+            " pattern (v1, Kafka 4.0+, can): subscribe to topic names, or use a newer broker"
+            f" ({error})")
+    return UnsupportedVersionError(
+        f"{where} does not offer ConsumerGroupHeartbeat (API 68), which"
+        " group_protocol='consumer' needs (Apache Kafka 4.0+, or 3.7+ with the new group"
+        " coordinator enabled); use group_protocol='classic' with this cluster")

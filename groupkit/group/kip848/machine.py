@@ -10,6 +10,11 @@ partition with one owner at a time. This follows the Java client's ConsumerMembe
 AbstractMembershipManager and (Consumer)HeartbeatRequestManager; the state changes are in
 ``states.TRANSITIONS``, the error codes in ``error_actions``, the heartbeat fields in
 ``heartbeat``. Topic ids are turned into names by Metadata (v10+) the member asks for itself.
+
+Over 600 lines because it is the whole of one member's life as the runtime sees it (inputs,
+answers, timers, the coordinator lookup beside the membership, commits' decisions), each step
+with the Java behaviour it follows; the bookkeeping it leans on is in ``reconciler`` and
+``heartbeat`` and the tables in ``states`` and ``error_actions``.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from groupkit.group.kip848.error_actions import (
     commit_action,
     heartbeat_action,
     offset_fetch_action,
+    unsupported_error,
 )
 from groupkit.group.kip848.heartbeat import (
     SentFields,
@@ -373,21 +379,12 @@ class ConsumerGroupMachine:
     # --- answers -------------------------------------------------------------------------------
 
     def _on_find(self, resp: FindCoordinatorResponse, now: float) -> None:
-        code, node_id, host, port = resp.error_code, resp.node_id, resp.host, resp.port
-        message = resp.error_message
-        if resp.coordinators:
-            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            for entry in resp.coordinators:
-                if entry.key == self.config.group_id:
-                    code, node_id, host, port, message = (
-                        entry.error_code, entry.node_id, entry.host, entry.port,
-                        entry.error_message)
-        if not code and not host:
-            code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        code, message, (node_id, host, port) = requests.coordinator_answer(
+            resp, self.config.group_id)
         if code:
             action = classic_actions.action_for(classic_actions.Api.FIND_COORDINATOR, code)
             if action is classic_actions.Action.FATAL:
-                self._fail(error_for_code(code)(message or None))
+                self._fail(error_for_code(code)(message))
                 return
             self._find_failures += 1
             self._find_at = now + self._backoff.delay(self._find_failures)
@@ -567,18 +564,7 @@ class ConsumerGroupMachine:
         self._outputs.append(Fatal(error))
 
     def _unsupported(self, error: BaseException) -> UnsupportedVersionError:
-        where = ("the group coordinator" if self._coordinator is None else
-                 f"the group coordinator {self._coordinator.host}:{self._coordinator.port}"
-                 f" (node {self._coordinator.node_id})")
-        if isinstance(error, FieldVersionError):
-            return UnsupportedVersionError(
-                f"{where} speaks only ConsumerGroupHeartbeat v0, which cannot carry a topic"
-                " pattern (v1, Kafka 4.0+, can): subscribe to topic names, or use a newer"
-                f" broker ({error})")
-        return UnsupportedVersionError(
-            f"{where} does not offer ConsumerGroupHeartbeat (API 68), which"
-            " group_protocol='consumer' needs (Apache Kafka 4.0+, or 3.7+ with the new group"
-            " coordinator enabled); use group_protocol='classic' with this cluster")
+        return unsupported_error(self._coordinator, error)
 
     # --- commits and fetches -------------------------------------------------------------------
 
