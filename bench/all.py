@@ -7,8 +7,11 @@ first record from a fresh process and group (bench/first.py, ``first fresh``, ti
 before the import) and the consumer group (bench/group.py: join, first
 record, leave, kill, consume none/snappy with CPU and peak RSS, best of the rounds, idle CPU
 and RSS), groupkit against aiokafka, confluent-kafka and kafka-python on the same input in the
-same run, and prints their rows as one table. A ratio above 1x favours groupkit. ``--quick``
-runs smaller inputs and fewer rounds.
+same run, then the sticky assignors at scale (bench/assignment.py: unequal subscriptions
+fresh, one member leaving a million-partition group; groupkit's pure Python path and
+kafka-python's sticky within a time limit beside them, the Java client's published figures
+printed under the table), and prints their rows as one table. A ratio above 1x favours
+groupkit. ``--quick`` runs smaller inputs and fewer rounds.
 
     .venv/bin/python bench/all.py [--quick]
 """
@@ -23,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import decode, first, group, produce  # noqa: E402
+from assignors import sticky_loops as assignor_loops  # noqa: E402
+from bench import assignment, decode, first, group, produce  # noqa: E402
 from bench.table import print_rows  # noqa: E402
 from groupkit.protocol import native_available  # noqa: E402
 
@@ -38,7 +42,8 @@ def main() -> None:
     cpus = len(__import__("os").sched_getaffinity(0))
     print(f"make bench: {records:,} records of 100 B per row, Python {platform.python_version()},"
           f" {platform.machine()}, {cpus} CPUs, C record loops "
-          f"{'built' if native_available else 'NOT built'}", flush=True)
+          f"{'built' if native_available else 'NOT built'}, C assignor loops "
+          f"{'built' if assignor_loops.NATIVE else 'NOT built'}", flush=True)
     rows = decode.measure(records, repeat)
     print(f"  decode done ({time.monotonic() - started:.0f} s)", flush=True)
     rows += produce.measure(records, max(1, repeat - 1))
@@ -50,7 +55,11 @@ def main() -> None:
     print(f"  group done ({time.monotonic() - started:.0f} s)", flush=True)
     rows += first.measure(repeat=3)
     print(f"  first fresh done ({time.monotonic() - started:.0f} s)", flush=True)
+    rows += assignment.rows(repeat=repeat, peer_limit=20.0 if args.quick else 60.0)
+    print(f"  assignment done ({time.monotonic() - started:.0f} s)", flush=True)
     print_rows(rows)
+    for case, figure in assignment.JAVA_PUBLISHED.items():
+        print(f"Java, published ({case}): {figure}")
 
 
 if __name__ == "__main__":
