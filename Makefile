@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 
 .PHONY: venv demo test lint bench bench-quick bench-spark clean java
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h)
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard csrc/*.c csrc/*.h csrc/assignors/*.c csrc/assignors/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

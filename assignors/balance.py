@@ -1,238 +1,268 @@
-"""The sticky balancing algorithm on numbered partitions: balance first, then fewest moves.
+"""The sticky assignors' general path: members subscribed to different topics.
 
-Members are numbered in the Java member order and partitions by ``PartitionLayout``. ``owner``
-gives each partition's previous owner (or -1). Two paths share one contract:
+Balanced as the Java client's general path defines it (AbstractStickyAssignor's
+GeneralAssignmentBuilder): no partition could move to a member subscribed to its topic that
+holds two or more fewer partitions than its holder. Sticky: a partition stays with its previous
+owner unless moving it is needed for that balance. The shape follows Java (keep what owners may
+keep, place the free partitions rarest topic first on the least loaded eligible member, move
+partitions from more to less loaded members until balanced); the means are our own, so the cost
+follows the subscriptions and what moves rather than members times partitions:
 
-* every member subscribes to the same topics: a direct quota fill. With ``n`` partitions and
-  ``m`` members, ``n % m`` members may hold one more than ``n // m``; members keep what they own
-  up to their quota and the rest is dealt out. No assignment moves fewer partitions.
-* otherwise: keep what owners may keep, give each free partition (rarest topics first) to the
-  least loaded eligible member, move partitions from the most to the least loaded eligible
-  member until no such pair differs by two or more, and finally hand back any moved partition
-  whose return to its previous owner would leave the result just as balanced.
+* free partitions of a topic are placed in one step: giving each in turn to the least loaded
+  eligible member (ties to the earlier member) is water-filling, so the counts it ends at are
+  computed from the eligible members' counts sorted once, and the partitions dealt to match;
+* a topic is balanced when its most loaded holder has at most one more partition than its least
+  loaded eligible member; topics are balanced one at a time with heaps over that topic's
+  members only, and rechecked only when a member eligible for them changed count;
+* a partition the balancing moved away from its previous owner goes back when that keeps the
+  balance, checked against each topic's least and most loaded member, kept up to date.
+
+Members are numbered in the Java member order, partitions by ``PartitionLayout``.
 """
 
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_right
+from collections import deque
 from collections.abc import Sequence
-from itertools import compress
+from itertools import repeat
 
 from assignors.layout import PartitionLayout
+from assignors.sticky_loops import deal
 
 
-def balanced_assignment(
+def general_assignment(
     layout: PartitionLayout, subscriptions: Sequence[frozenset[str]], owner: Sequence[int]
 ) -> list[list[int]]:
-    """Partition numbers for each member (unsorted), balanced and as sticky as balance allows."""
-    members = len(subscriptions)
-    if not members:
-        return []
-    topics = frozenset(layout.topics)
-    first = subscriptions[0] & topics
-    if all(sub & topics == first for sub in subscriptions):
-        if not first:
-            return [[] for _ in range(members)]
-        return _uniform(layout.total, members, owner)
+    """Partition numbers for each member, balanced and as sticky as balance allows.
+
+    ``owner`` gives each partition's previous owner (-1: none); a previous owner no longer
+    subscribed to the partition's topic does not count.
+    """
     return _General(layout, subscriptions, owner).run()
 
 
-def _uniform(total: int, members: int, owner: Sequence[int]) -> list[list[int]]:
-    held: list[list[int]] = [[] for _ in range(members)]
-    for index, previous in enumerate(owner):
-        if previous >= 0:
-            held[previous].append(index)
-    quota, extra = divmod(total, members)
-    free = bytearray(b"\x01") * total
-    targets = []
-    for lst in held:
-        if len(lst) > quota and extra:
-            extra -= 1
-            target = quota + 1
-        else:
-            target = quota
-        if len(lst) > target:
-            del lst[target:]
-        for index in lst:
-            free[index] = 0
-        targets.append(target)
-    # Members still at the plain quota take the leftover extras, in member order.
-    for member in range(members):
-        if not extra:
-            break
-        if targets[member] == quota:
-            targets[member] += 1
-            extra -= 1
-    pool = list(compress(range(total), free))
-    need = [targets[m] - len(held[m]) for m in range(members)]
-    active = [m for m in range(members) if need[m] > 0]
-    position = 0
-    while active:
-        chunk = pool[position : position + len(active)]
-        position += len(active)
-        for member, index in zip(active, chunk, strict=True):
-            held[member].append(index)
-            need[member] -= 1
-        active = [m for m in active if need[m] > 0]
-    return held
-
-
 class _General:
-    """State of the non-uniform path; one instance per assignment."""
+    """State of one general assignment."""
 
     def __init__(
         self, layout: PartitionLayout, subscriptions: Sequence[frozenset[str]], owner: Sequence[int]
     ) -> None:
         self.layout = layout
         self.owner = owner
-        members = len(subscriptions)
-        self.eligible: list[list[int]] = [
-            [m for m in range(members) if topic in subscriptions[m]] for topic in layout.topics
-        ]
-        self.subscribed: list[set[int]] = [set() for _ in range(members)]
-        for k, group in enumerate(self.eligible):
-            for m in group:
-                self.subscribed[m].add(k)
-        # held[m][k]: member m's partitions of topic k; kept ones first, received ones after,
-        # so taking from the end gives away what it received before what it kept.
-        self.held: list[dict[int, list[int]]] = [{} for _ in range(members)]
-        self.count = [0] * members
-        self.heaps: dict[tuple[int, ...], list[tuple[int, int]]] = {}
-        self.member_heaps: list[list[list[tuple[int, int]]]] = [[] for _ in range(members)]
+        topics = layout.topics
+        number = {topic: k for k, topic in enumerate(topics)}
+        self.eligible: list[list[int]] = [[] for _ in topics]
+        # Members with the same subscription share its topic numbers.
+        numbered: dict[frozenset[str], tuple[list[int], frozenset[int]]] = {}
+        self.subscribed: list[list[int]] = []
+        self.subscribed_set: list[frozenset[int]] = []
+        everything = frozenset(topics)
+        for member, subscription in enumerate(subscriptions):
+            known = numbered.get(subscription)
+            if known is None:
+                ks = sorted(map(number.__getitem__, subscription & everything))
+                known = numbered[subscription] = (ks, frozenset(ks))
+            # eligible[k].append(member) for each k, as a C-level loop (members x topics).
+            deque(map(list.append, map(self.eligible.__getitem__, known[0]), repeat(member)), 0)
+            self.subscribed.append(known[0])
+            self.subscribed_set.append(known[1])
+        #: holding[k][m]: member m's partitions of topic k, those it kept first.
+        self.holding: list[dict[int, list[int]]] = [{} for _ in topics]
+        self.count = [0] * len(subscriptions)
+        #: Partitions the balancing moved, and where they are now.
+        self.moved: dict[int, int] = {}
+        # Rarest topics first, then by name (Java's TopicComparator).
+        self.order = sorted(range(len(topics)), key=lambda k: (len(self.eligible[k]), topics[k]))
 
     def run(self) -> list[list[int]]:
-        free_by_topic = self._keep_owned()
-        order = sorted(
-            range(len(self.layout.topics)),
-            key=lambda k: (len(self.eligible[k]), self.layout.topics[k]),
-        )
-        for k in order:
-            heap = self._heap(k)
-            for index in free_by_topic[k]:
-                self._give(index, k, self._least(heap))
-        while any([self._balance_topic(k) for k in order]):
-            pass
+        free = self._keep_owned()
+        for k in self.order:
+            if free[k]:
+                self._place(k, free[k])
+        self._balance()
         self._return_needless_moves()
-        return [[i for part in held.values() for i in part] for held in self.held]
+        assigned: list[list[int]] = [[] for _ in self.count]
+        for holding in self.holding:
+            for member, part in holding.items():
+                assigned[member].extend(part)
+        return assigned
 
     def _keep_owned(self) -> list[list[int]]:
+        """Owners keep what they still subscribe to; the rest, per topic, is free."""
+        owner, count, subscribed = self.owner, self.count, self.subscribed_set
+        if max(owner, default=-1) < 0:
+            return [list(self.layout.range_of(topic)) for topic in self.layout.topics]
         free_by_topic: list[list[int]] = []
         for k, topic in enumerate(self.layout.topics):
+            holding = self.holding[k]
             free: list[int] = []
             for index in self.layout.range_of(topic):
-                previous = self.owner[index]
-                if previous >= 0 and k in self.subscribed[previous]:
-                    self.held[previous].setdefault(k, []).append(index)
-                    self.count[previous] += 1
+                previous = owner[index]
+                if previous >= 0 and k in subscribed[previous]:
+                    part = holding.get(previous)
+                    if part is None:
+                        holding[previous] = [index]
+                    else:
+                        part.append(index)
+                    count[previous] += 1
                 else:
                     free.append(index)
             free_by_topic.append(free)
         return free_by_topic
 
-    def _heap(self, k: int) -> list[tuple[int, int]]:
-        """Min-heap of (count, member) over the members eligible for topic ``k``.
-
-        Entries go stale when a count changes; every change pushes a fresh entry, and stale
-        ones are dropped when they reach the top.
-        """
-        key = tuple(self.eligible[k])
-        heap = self.heaps.get(key)
-        if heap is None:
-            heap = [(self.count[m], m) for m in key]
-            heapq.heapify(heap)
-            self.heaps[key] = heap
-            for m in key:
-                self.member_heaps[m].append(heap)
-        return heap
-
-    def _least(self, heap: list[tuple[int, int]]) -> int:
+    def _place(self, k: int, free: list[int]) -> None:
+        """Give ``free`` (partitions of topic ``k``) out as one at a time to the least loaded
+        eligible member would, ties to the earlier member; the counts are computed directly."""
         count = self.count
-        while heap[0][0] != count[heap[0][1]]:
-            heapq.heappop(heap)
-        return heap[0][1]
-
-    def _changed(self, member: int) -> None:
-        entry = (self.count[member], member)
-        for heap in self.member_heaps[member]:
-            heapq.heappush(heap, entry)
-
-    def _give(self, index: int, k: int, member: int) -> None:
-        self.held[member].setdefault(k, []).append(index)
-        self.count[member] += 1
-        self._changed(member)
-
-    def _balance_topic(self, k: int) -> bool:
-        count, held = self.count, self.held
-        heap = self._heap(k)
-        holders = [(-count[m], m) for m in self.eligible[k] if k in held[m]]
-        heapq.heapify(holders)
-        moved = False
-        while holders:
-            top_count, top = holders[0]
-            if -top_count != count[top] or k not in held[top]:
-                heapq.heappop(holders)
+        ranked = sorted(self.eligible[k], key=count.__getitem__)  # stable: ties by member
+        levels = [count[m] for m in ranked]
+        remaining, level, pooled = len(free), levels[0], 0
+        while True:
+            while pooled < len(ranked) and levels[pooled] <= level:
+                pooled += 1
+            if pooled < len(ranked) and pooled * (levels[pooled] - level) <= remaining:
+                remaining -= pooled * (levels[pooled] - level)
+                level = levels[pooled]
                 continue
-            low = self._least(heap)
-            if count[top] - count[low] < 2:
-                break
-            part = held[top][k]
-            index = part.pop()
+            rise, remaining = divmod(remaining, pooled)
+            level += rise
+            break
+        # Every pooled member rises to `level`; the first `remaining` of them one more.
+        pool = sorted(ranked[:pooled])
+        gets = [level - count[m] for m in pool]
+        for i in range(remaining):
+            gets[i] += 1
+        takers = [m for m, n in zip(pool, gets, strict=True) if n]
+        need = dict(zip(pool, gets, strict=True))
+        holding = self.holding[k]
+        for member, part in deal(free, takers, need).items():
+            count[member] += len(part)
+            mine = holding.get(member)
+            if mine is None:
+                holding[member] = part
+            else:
+                mine.extend(part)
+
+    def _balance(self) -> None:
+        """Balance topic by topic until no member changes count; a topic is checked again only
+        when a member eligible for it changed count since."""
+        pending = self.order
+        while pending:
+            changed: set[int] = set()
+            for k in pending:
+                self._balance_topic(k, changed)
+            if not changed:
+                return
+            touched = frozenset().union(*[self.subscribed_set[m] for m in changed])
+            pending = [k for k in self.order if k in touched]
+
+    def _balance_topic(self, k: int, changed: set[int]) -> None:
+        """Move partitions of topic ``k`` from its most to its least loaded eligible members
+        until they differ by at most one. Every move lowers the sum of squared counts, so the
+        balancing ends."""
+        count, holding, eligible = self.count, self.holding[k], self.eligible[k]
+        if not holding:
+            return
+        if max(map(count.__getitem__, holding)) - min(map(count.__getitem__, eligible)) < 2:
+            return
+        low = [(count[m], m) for m in eligible]
+        heapq.heapify(low)
+        high = [(-count[m], m) for m in holding]
+        heapq.heapify(high)
+        while True:
+            # Entries go stale as counts change; each change pushes a fresh one.
+            while -high[0][0] != count[high[0][1]] or high[0][1] not in holding:
+                heapq.heappop(high)
+            while low[0][0] != count[low[0][1]]:
+                heapq.heappop(low)
+            top, bottom = high[0][1], low[0][1]
+            if count[top] - count[bottom] < 2:
+                return
+            part = holding[top]
+            index = part.pop()  # received before kept: kept partitions come first
             if not part:
-                del held[top][k]
+                del holding[top]
+            mine = holding.get(bottom)
+            if mine is None:
+                holding[bottom] = [index]
+            else:
+                mine.append(index)
             count[top] -= 1
-            self._changed(top)
-            self._give(index, k, low)
-            heapq.heappush(holders, (-count[low], low))
-            if k in held[top]:
-                heapq.heappush(holders, (-count[top], top))
-            moved = True
-        return moved
+            count[bottom] += 1
+            self.moved[index] = bottom
+            changed.add(top)
+            changed.add(bottom)
+            heapq.heappush(low, (count[top], top))
+            heapq.heappush(low, (count[bottom], bottom))
+            heapq.heappush(high, (-count[bottom], bottom))
+            if top in holding:
+                heapq.heappush(high, (-count[top], top))
 
     def _return_needless_moves(self) -> None:
-        """Give a moved partition back to its previous owner when balance does not need the move."""
-        holder: dict[int, int] = {}
-        for member, held in enumerate(self.held):
-            for k, part in held.items():
-                for index in part:
-                    previous = self.owner[index]
-                    if previous >= 0 and previous != member and k in self.subscribed[previous]:
-                        holder[index] = member
+        """Give a moved partition back to its previous owner when the result stays balanced.
+
+        Moving one partition of topic ``k`` from ``h`` (``c + 1`` partitions) back to ``p``
+        (``c``) swaps their counts; it breaks the balance only if ``p`` then holds a topic some
+        member eligible for it has fewer than ``c`` of, or ``h`` subscribes to a topic whose
+        holder has more than ``c + 1``. Those are the only pairs whose difference grows.
+        """
+        owner, count, subscribed = self.owner, self.count, self.subscribed_set
+        candidates = sorted(
+            index
+            for index, holder in self.moved.items()
+            if owner[index] >= 0
+            and owner[index] != holder
+            and self._topic(index) in subscribed[owner[index]]
+        )
+        least: dict[int, int] = {}
+        most: dict[int, int] = {}
+
+        def lo(t: int) -> int:
+            value = least.get(t)
+            if value is None:
+                value = least[t] = min(map(count.__getitem__, self.eligible[t]))
+            return value
+
+        def hi(t: int) -> int:
+            value = most.get(t)
+            if value is None:
+                holding = self.holding[t]
+                value = most[t] = max(map(count.__getitem__, holding)) if holding else -1
+            return value
+
         changed = True
         while changed:
             changed = False
-            for index in sorted(holder):
-                current, previous = holder[index], self.owner[index]
-                if current == previous:
+            for index in candidates:
+                holder, previous = self.moved[index], owner[index]
+                c = count[previous]
+                if holder == previous or count[holder] != c + 1:
                     continue
-                if self.count[current] != self.count[previous] + 1:
+                k = self._topic(index)
+                if lo(k) < c:
                     continue
-                k = self.layout.topic_number(index)
-                if self._may_return(k, previous, current):
-                    part = self.held[current][k]
-                    part.remove(index)
-                    if not part:
-                        del self.held[current][k]
-                    self.count[current] -= 1
-                    self.held[previous].setdefault(k, []).append(index)
-                    self.count[previous] += 1
-                    holder[index] = previous
-                    changed = True
+                if any(lo(t) < c for t in self.subscribed[previous] if previous in self.holding[t]):
+                    continue
+                if any(hi(t) > c + 1 for t in self.subscribed[holder]):
+                    continue
+                holding = self.holding[k]
+                part = holding[holder]
+                part.remove(index)
+                if not part:
+                    del holding[holder]
+                holding.setdefault(previous, []).append(index)
+                count[holder] -= 1
+                count[previous] += 1
+                self.moved[index] = previous
+                for t in self.subscribed[holder]:
+                    least.pop(t, None)
+                    most.pop(t, None)
+                for t in self.subscribed[previous]:
+                    least.pop(t, None)
+                    most.pop(t, None)
+                changed = True
 
-    def _may_return(self, k: int, back_to: int, taken_from: int) -> bool:
-        """Whether moving one partition of topic ``k`` back keeps every eligible pair within one.
-
-        After the move ``back_to`` and ``taken_from`` hold ``c + 1`` and ``c`` (``c`` being
-        ``back_to``'s count now); only pairs that include one of them can break.
-        """
-        count, held = self.count, self.held
-        c = count[back_to]
-        pair = (back_to, taken_from)
-        for t in set(held[back_to]) | {k}:
-            for m in self.eligible[t]:
-                if m not in pair and count[m] < c:
-                    return False
-        for t in self.subscribed[taken_from]:
-            for m in self.eligible[t]:
-                if m not in pair and count[m] > c + 1 and t in held[m]:
-                    return False
-        return True
+    def _topic(self, index: int) -> int:
+        return bisect_right(self.layout.starts, index) - 1

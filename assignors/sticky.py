@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping, Sequence
-from itertools import groupby
-from operator import itemgetter
+from collections.abc import Mapping
 
+from assignors import sticky_loops
 from assignors._types import (
     ClusterView,
     MemberAssignment,
@@ -14,64 +13,82 @@ from assignors._types import (
     RebalanceProtocol,
     TopicPartition,
 )
-from assignors.balance import balanced_assignment
+from assignors.balance import general_assignment
 from assignors.base import Assignor, member_order
 from assignors.layout import PartitionLayout
-from assignors.sticky_data import decode_sticky_user_data_by_topic, encode_sticky_user_data
-from groupkit.errors import CorruptFrame
+from assignors.sticky_data import encode_sticky_user_data, layouts
+from assignors.sticky_loops import NumberingLike
 
-ByTopic = Iterable[tuple[str, Sequence[int]]]
-
-
-def owned_by_topic(subscription: MemberSubscription) -> ByTopic:
-    """A member's owned partitions as ``[(topic, partition ids)]`` runs."""
-    return [
-        (topic, [p for _, p in run])
-        for topic, run in groupby(subscription.owned_partitions, key=itemgetter(0))
-    ]
+#: A member's previous partitions as numbers, the generation they date from, and the
+#: TopicPartitions they were read from when those were the subscription's owned partitions.
+Claims = tuple[list[int], int, "tuple[TopicPartition, ...] | None"]
 
 
 class _StickyBase(Assignor):
     """What sticky and cooperative-sticky share: where a member's previous assignment is read."""
 
-    def previous_assignment(self, subscription: MemberSubscription) -> tuple[ByTopic, int]:
-        """The partitions a member owned before this rebalance, grouped by topic, and the
-        generation they date from."""
-        return owned_by_topic(subscription), subscription.generation
+    def claims(self, subscription: MemberSubscription, numbering: NumberingLike) -> Claims:
+        """The partitions a member owned before this rebalance and their generation."""
+        owned = subscription.owned_partitions
+        return numbering.owned(owned), subscription.generation, owned
 
 
 class _Plan:
-    """Numbered members, partitions, claims and the balanced result of one assignment."""
+    """Numbered members, partitions, claims and the balanced result of one assignment.
+
+    The cost follows what changes: the per-partition work (reading claims, resolving owners,
+    the uniform fill, writing TopicPartitions) runs in ``sticky_loops.active``, and a member
+    that keeps exactly the owned partitions it sent gets that same tuple back.
+    """
 
     def __init__(
         self, assignor: _StickyBase, cluster: ClusterView, members: Mapping[str, MemberSubscription]
     ) -> None:
+        loops = sticky_loops.active
         self.order = member_order(members)
-        subscriptions = [frozenset(members[m].topics) for m in self.order]
-        topics = frozenset().union(*subscriptions)
-        self.layout = PartitionLayout({t: cluster.count(t) for t in topics})
-        self.claims: list[list[int]] = []
-        #: Each partition's current owner (member number, -1: none) after resolving claims.
-        self.owner = owner = [-1] * self.layout.total
+        subscriptions = [members[m] for m in self.order]
+        # Members of one subscription (the usual case) share one set of its topics.
+        distinct: dict[tuple[str, ...], frozenset[str]] = {}
+        self.topics: list[frozenset[str]] = []
+        for sub in subscriptions:
+            topics = distinct.get(sub.topics)
+            if topics is None:
+                topics = distinct[sub.topics] = frozenset(sub.topics)
+            self.topics.append(topics)
+        everything = frozenset().union(*distinct.values())
+        self.layout = layout = PartitionLayout({t: cluster.count(t) for t in everything})
+        self.numbering = loops.numbering(
+            layout.topics, [layout.counts[t] for t in layout.topics], TopicPartition
+        )
+        claims: list[list[int]] = []
         generations: list[int] = []
-        # Higher generation wins a partition claimed twice; on a tie the earlier member keeps it.
-        for member, member_id in enumerate(self.order):
-            by_topic, generation = assignor.previous_assignment(members[member_id])
+        self.sources: list[tuple[TopicPartition, ...] | None] = []
+        for sub in subscriptions:
+            claimed, generation, source = assignor.claims(sub, self.numbering)
+            claims.append(claimed)
             generations.append(generation)
-            claimed = self.layout.indices(by_topic)
-            self.claims.append(claimed)
-            for index in claimed:
-                current = owner[index]
-                if current < 0 or generation > generations[current]:
-                    owner[index] = member
-        self.assigned = balanced_assignment(self.layout, subscriptions, owner)
+            self.sources.append(source if source is not None and len(source) == len(claimed) else None)
+        self.claims = claims
+        #: Each partition's previous owner (member number, -1: none), and what each member owns.
+        self.owner, self.owned = loops.resolve(claims, generations, layout.total)
+        self.assigned: list[list[int]]
+        if not subscriptions or not layout.total:
+            self.assigned = [[] for _ in subscriptions]
+        elif all(topics.issuperset(layout.topics) for topics in distinct.values()):
+            # Every member may take every partition (topics absent from the cluster aside).
+            self.assigned = loops.fill_uniform(self.owned, layout.total)
+        else:
+            self.assigned = general_assignment(layout, self.topics, self.owner)
 
     def result(self) -> dict[str, MemberAssignment]:
-        partitions = self.layout.partitions
-        return {
-            member_id: MemberAssignment(partitions(sorted(self.assigned[member])))
-            for member, member_id in enumerate(self.order)
-        }
+        out = {}
+        for member, member_id in enumerate(self.order):
+            assigned, source = self.assigned[member], self.sources[member]
+            if source is not None and assigned is self.claims[member]:
+                out[member_id] = MemberAssignment(source)
+            else:
+                out[member_id] = MemberAssignment(self.numbering.partitions(assigned))
+        return out
 
 
 class StickyAssignor(_StickyBase):
@@ -101,15 +118,17 @@ class StickyAssignor(_StickyBase):
         self._assignment = assignment.partitions
         self._generation = generation
 
-    def previous_assignment(self, subscription: MemberSubscription) -> tuple[ByTopic, int]:
-        if subscription.user_data:
-            try:
-                by_topic, generation = decode_sticky_user_data_by_topic(subscription.user_data)
-            except CorruptFrame:
-                pass
-            else:
-                return by_topic, generation if generation >= 0 else subscription.generation
-        return owned_by_topic(subscription), subscription.generation
+    def claims(self, subscription: MemberSubscription, numbering: NumberingLike) -> Claims:
+        data = subscription.user_data
+        if data:
+            for start, with_generation in layouts(data):
+                read = numbering.sticky(data, start, with_generation)
+                if read is not None:
+                    claimed, generation = read
+                    return claimed, generation if generation >= 0 else subscription.generation, None
+        # No user data, or none that decodes: the member's previous assignment is ignored,
+        # and its owned partitions (Subscription v1+) count instead.
+        return super().claims(subscription, numbering)
 
     def assign(
         self, cluster: ClusterView, members: Mapping[str, MemberSubscription]
@@ -133,11 +152,11 @@ class CooperativeStickyAssignor(_StickyBase):
     ) -> bytes | None:
         return struct.pack(">i", generation)
 
-    def previous_assignment(self, subscription: MemberSubscription) -> tuple[ByTopic, int]:
-        generation = subscription.generation
+    def claims(self, subscription: MemberSubscription, numbering: NumberingLike) -> Claims:
+        claimed, generation, source = super().claims(subscription, numbering)
         if generation < 0 and len(subscription.user_data) == 4:
             generation = struct.unpack(">i", subscription.user_data)[0]
-        return owned_by_topic(subscription), generation
+        return claimed, generation, source
 
     def assign(
         self, cluster: ClusterView, members: Mapping[str, MemberSubscription]
@@ -148,8 +167,11 @@ class CooperativeStickyAssignor(_StickyBase):
         # over the owners AbstractStickyAssignor resolved). A stale claim (a member that missed
         # a rebalance, e.g. expelled while its JoinGroup was lost) does not make its partitions
         # free to hand straight back to it while the member of the newer generation holds them.
+        # A member given exactly what it owns has nothing to withhold.
+        owner = plan.owner
         for member, assigned in enumerate(plan.assigned):
-            plan.assigned[member] = [
-                index for index in assigned if plan.owner[index] in (-1, member)
-            ]
+            if assigned is not plan.owned[member]:
+                plan.assigned[member] = [
+                    index for index in assigned if owner[index] < 0 or owner[index] == member
+                ]
         return plan.result()

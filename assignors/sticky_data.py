@@ -47,22 +47,31 @@ def decode_sticky_user_data(data: bytes) -> tuple[tuple[TopicPartition, ...], in
     return tuple(partitions), generation
 
 
+def layouts(data: bytes) -> list[tuple[int, bool]]:
+    """Where the user data may start and whether it ends in a generation, in the order tried:
+    Java's v1 then v0 on the bare bytes, then behind kafka-python 3's int16 version prefix."""
+    tried = [(0, True), (0, False)]
+    if len(data) >= 2 and data[:2] in (b"\x00\x00", b"\x00\x01"):
+        tried.append((2, data[1] == 1))
+    return tried
+
+
+def undecodable(data: bytes) -> CorruptFrame:
+    """The error for user data that matches none of ``layouts``."""
+    return CorruptFrame(
+        f"sticky assignor user data ({len(data)} bytes) matches no known StickyAssignorUserData "
+        "layout; the member's previous assignment is ignored"
+    )
+
+
 def decode_sticky_user_data_by_topic(data: bytes) -> tuple[list[tuple[str, tuple[int, ...]]], int]:
     """Like ``decode_sticky_user_data``, as ``[(topic, partition ids)]`` in wire order."""
-    attempts = ((0, True), (0, False), (2, True), (2, False))
-    for start, with_generation in attempts:
-        if start and (len(data) < 2 or data[:2] not in (b"\x00\x00", b"\x00\x01")):
-            continue
-        if start and (data[1] == 1) != with_generation:
-            continue
+    for start, with_generation in layouts(data):
         try:
             return _decode(data, start, with_generation)
         except CorruptFrame:
             continue
-    raise CorruptFrame(
-        f"sticky assignor user data ({len(data)} bytes) matches no known StickyAssignorUserData "
-        "layout; the member's previous assignment is ignored"
-    )
+    raise undecodable(data)
 
 
 def _decode(

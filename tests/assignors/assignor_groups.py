@@ -138,3 +138,42 @@ def previous_owners(
         if tp.topic in members[member_id].topics
         and any(tp.topic in s.topics for s in members.values())
     }
+
+
+def unbalanced_topics(
+    members: Mapping[str, MemberSubscription], holdings: Mapping[str, set[TopicPartition]]
+) -> list[str]:
+    """Topics whose most loaded holder has two or more partitions more than their least loaded
+    subscriber: ``is_balanced`` per topic, in time linear in the subscriptions."""
+    sizes = {m: len(h) for m, h in holdings.items()}
+    most: dict[str, int] = {}
+    for m, held in holdings.items():
+        for topic in {tp.topic for tp in held}:
+            most[topic] = max(most.get(topic, 0), sizes[m])
+    least: dict[str, int] = {}
+    for m, sub in members.items():
+        for topic in set(sub.topics):
+            least[topic] = min(least.get(topic, sizes[m]), sizes[m])
+    return sorted(t for t in most if t in least and most[t] - least[t] >= 2)
+
+
+def needless_moves(
+    members: Mapping[str, MemberSubscription],
+    holdings: Mapping[str, set[TopicPartition]],
+    before: Mapping[TopicPartition, str],
+) -> list[TopicPartition]:
+    """Partitions that moved away from a previous owner (``previous_owners``) although handing
+    each back alone would leave the (balanced) assignment balanced."""
+    holder = {tp: m for m, held in holdings.items() for tp in held}
+    needless = []
+    for tp, previous in sorted(before.items()):
+        now = holder.get(tp)
+        if now is None or now == previous:
+            continue
+        holdings[now].discard(tp)
+        holdings[previous].add(tp)
+        if not unbalanced_topics(members, holdings):
+            needless.append(tp)
+        holdings[previous].discard(tp)
+        holdings[now].add(tp)
+    return needless

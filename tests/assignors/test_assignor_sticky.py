@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyAssignorUserDataV1
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
@@ -197,10 +195,11 @@ def test_validate_cooperative_rejects_a_direct_move():
         validate_cooperative(owned, moved)
 
 
-def test_sticky_thousand_members_ten_thousand_partitions_is_fast():
+def test_sticky_thousand_members_ten_thousand_partitions_one_leaves():
+    # How fast is bench/assignment.py's to say (the medium and large cases); this checks the
+    # uniform path's result at that size: balanced, and no member that stayed lost a partition.
     cluster = ClusterView({f"t{i}": 1000 for i in range(10)})
     members = {f"m{i:04d}": MemberSubscription(list(cluster.partitions)) for i in range(1000)}
-    start = time.perf_counter()
     first = lookup("sticky").assign(cluster, members)
     del members["m0000"]
     members = {
@@ -208,6 +207,5 @@ def test_sticky_thousand_members_ten_thousand_partitions_is_fast():
         for m, s in members.items()
     }
     second = lookup("sticky").assign(cluster, members)
-    # kafka-python needs about 20 s for one such assignment; the floor is 20x faster than that.
-    assert time.perf_counter() - start < 2.0
     assert {len(a.partitions) for a in second.values()} == {10, 11}
+    assert all(set(first[m].partitions) <= set(second[m].partitions) for m in members)
