@@ -48,7 +48,6 @@ from groupkit.group.kip848 import ConsumerGroupMachine, SubscriptionHolder
 from groupkit.group.member_machine import MemberMachine
 from groupkit.hooks import (
     Hook,
-    PartitionProgress,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
@@ -70,8 +69,6 @@ __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 log = logging.getLogger(__name__)
 
 _GROUP_PURPOSE = "group"
-#: How often a poll's hook event carries the partitions' progress (see ``_polled``).
-_PROGRESS_S = 0.1
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -177,7 +174,6 @@ class Consumer:
         self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000
         #: The longest a poll waits before it notes itself as a poll again (see ``poll``).
         self._keepalive_s = self.config.max_poll_interval_ms / 2000
-        self._next_progress = 0.0
 
     # --- membership ----------------------------------------------------------------------------
 
@@ -379,15 +375,10 @@ class Consumer:
         self._bell.ring()
 
     def _polled(self, count: int) -> None:
-        """One Polled event per poll (never one per record); the partitions' progress (counts,
-        positions, log ends) goes with it at most every ``_PROGRESS_S``, so a consumer of
-        many partitions pays for it ten times a second, not on every poll. Only with hooks."""
-        progress: tuple[PartitionProgress, ...] = ()
-        now = time.monotonic()
-        if now >= self._next_progress:
-            self._next_progress = now + _PROGRESS_S
-            progress = self._fetcher.progress()
-        emit(self.hooks, Polled(self.config.group_id, count, progress))
+        """One Polled event per poll (never one per record), with what it handed over from
+        each partition: counted as handed over, so counters are exact at every scrape.
+        Positions and log ends reach the hooks from the fetcher thread. Only with hooks."""
+        emit(self.hooks, Polled(self.config.group_id, count, self._fetcher.handed()))
 
     def _callback(self, name: str, partitions: set[TopicPartition]) -> None:
         """Call the listener's ``name`` and report it (with its duration) to the hooks."""

@@ -162,13 +162,13 @@ class PartitionsLost:
 
 @attrs.frozen
 class PartitionProgress:
-    """Where one assigned partition stands after a poll.
+    """Where one assigned partition stands.
 
-    ``records``/``size``: what this poll handed over from it (``size`` in wire bytes, the
-    share of the fetched batches). ``position``: the next offset the application gets.
-    ``log_end``: the high watermark of the last Fetch answer (the last stable offset under
-    read_committed), -1 before one. ``last_timestamp_ms``: the timestamp of the last record
-    this poll handed over from it, -1 when none.
+    ``records``/``size``: in a ``Polled`` event, what that poll handed over from it (``size``
+    in wire bytes, the share of the fetched batches); 0 in a ``PartitionsProgressed`` event.
+    ``position``: the next offset the application gets. ``log_end``: the high watermark of the
+    last Fetch answer (the last stable offset under read_committed), -1 before one.
+    ``last_timestamp_ms``: the timestamp of the last record handed over from it, -1 when none.
     """
 
     topic: str
@@ -184,14 +184,23 @@ class PartitionProgress:
 class Polled:
     """``poll`` returned ``records`` records. One event per poll, never one per record.
 
-    ``partitions`` has the assigned partitions whose position, log end or records handed over
-    changed since they were last reported (a consumer of many idle partitions reports few).
-    The Consumer reports them at most every 0.1 s (other polls carry none), so a consumer that
-    keeps polling is never further behind than that.
+    ``partitions`` has each partition this poll handed records from, with how many: the
+    counts of every poll, however fast they come, so counters built on them are exact. Where
+    partitions stand (positions and log ends, for lag) comes in ``PartitionsProgressed``.
     """
 
     group_id: str | None
     records: int
+    partitions: tuple[PartitionProgress, ...]
+
+
+@attrs.frozen
+class PartitionsProgressed:
+    """The position or log end of ``partitions`` changed (records handed over, a Fetch
+    answered, a seek); told from the fetcher thread within 0.1 s of the change, at most ten
+    times a second, also while the application does not poll."""
+
+    group_id: str | None
     partitions: tuple[PartitionProgress, ...]
 
 
@@ -248,7 +257,8 @@ class TopicMissing:
 Event = (Joined | Synced | RebalanceStarted | RebalanceFinished | HeartbeatSent
          | HeartbeatAnswered | CommitDone | CommitFailed | FetchCompleted | GroupRequestDone
          | MemberStateChanged | PartitionsAssigned | PartitionsRevoked | PartitionsLost | Polled
-         | Processed | BrokerUnreachable | BrokerRecovered | TopicMissing | TransactionEnded)
+         | PartitionsProgressed | Processed | BrokerUnreachable | BrokerRecovered | TopicMissing
+         | TransactionEnded)
 Hook = Callable[[Event], None]
 
 

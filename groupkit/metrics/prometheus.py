@@ -33,8 +33,10 @@ from groupkit.hooks import (
     GroupRequestDone,
     Joined,
     MemberStateChanged,
+    PartitionProgress,
     PartitionsAssigned,
     PartitionsLost,
+    PartitionsProgressed,
     PartitionsRevoked,
     Polled,
     Processed,
@@ -129,7 +131,15 @@ class PrometheusMetrics:
         self._lock = threading.Lock()
         self._states: dict[str, str] = {}
         self._children: dict[tuple[Any, ...], Any] = {}
+        #: (group, topic) -> the records and bytes counters' children, for every poll.
+        self._consumed: dict[tuple[str, str], tuple[Any, Any]] = {}
+        #: The lag of each held partition, and the partitions given up (revoked or lost) and
+        #: not assigned again, with the last report about them that came after (see
+        #: ``_progressed``). Guarded by ``_lag_lock``: reports come from the fetcher thread,
+        #: polls and rebalances from the application thread.
         self._lag: dict[tuple[str, str, int], _Lag] = {}
+        self._given: dict[tuple[str, str, int], PartitionProgress | None] = {}
+        self._lag_lock = threading.Lock()
         self._next_sweep = 0.0
         self._handlers: dict[type, Callable[[Any], None]] = {
             GroupRequestDone: self._group_request,
@@ -140,6 +150,7 @@ class PrometheusMetrics:
             PartitionsRevoked: self._revoked,
             PartitionsLost: self._lost,
             Polled: self._polled,
+            PartitionsProgressed: self._progressed,
             Processed: self._processed,
             CommitDone: self._commit_done,
             CommitFailed: self._commit_failed,
@@ -207,6 +218,11 @@ class PrometheusMetrics:
     def _assigned(self, e: PartitionsAssigned) -> None:
         for topic, n in _per_topic(e.partitions).items():
             self._child("assigned_partitions", e.group_id, topic).inc(n)
+        with self._lag_lock:
+            for topic, partition in e.partitions:
+                since = self._given.pop((e.group_id, topic, partition), None)
+                if since is not None:
+                    self._set_lag(e.group_id, since, time.time())
         self._callback(e)
 
     def _revoked(self, e: PartitionsRevoked) -> None:
@@ -229,10 +245,14 @@ class PrometheusMetrics:
         """Partitions no longer held: their count drops and their lag is no longer ours."""
         for topic, n in _per_topic(partitions).items():
             self._child("assigned_partitions", group, topic).dec(n)
-        for topic, partition in partitions:
-            lag = self._lag.pop((group, topic, partition), None)
-            if lag is None:
-                continue
+        with self._lag_lock:
+            for topic, partition in partitions:
+                self._drop_lag(group, topic, partition)
+
+    def _drop_lag(self, group: str, topic: str, partition: int) -> None:
+        self._given[(group, topic, partition)] = None
+        lag = self._lag.pop((group, topic, partition), None)
+        if lag is not None:
             labels = (group, topic, str(partition))
             for metric, child in ((self.metrics.consumer_lag_records, lag.records_child),
                                   (self.metrics.consumer_lag_seconds, lag.seconds_child)):
@@ -251,36 +271,59 @@ class PrometheusMetrics:
         group = e.group_id or ""
         now = time.time()
         self._child("last_poll_timestamp_seconds", group).set(now)
-        by_topic: dict[str, list[int]] | None = None
+        # Every poll's counts, as handed over: the counters are exact at every scrape.
         for p in e.partitions:
+            counters = self._consumed.get((group, p.topic))
+            if counters is None:
+                counters = self._consumed[(group, p.topic)] = (
+                    self._child("records_consumed_total", group, p.topic),
+                    self._child("bytes_consumed_total", group, p.topic))
             if p.records:
-                if by_topic is None:
-                    by_topic = {}
-                sums = by_topic.setdefault(p.topic, [0, 0])
-                sums[0] += p.records
-                sums[1] += p.size
-            if p.log_end < 0:
-                continue
-            key = (group, p.topic, p.partition)
-            lag = self._lag.get(key)
-            if lag is None:
-                lag = self._lag[key] = _Lag(self.metrics.consumer_lag_records.labels(
-                    group, p.topic, str(p.partition)))
-            if p.last_timestamp_ms >= 0:
-                lag.timestamp_ms = p.last_timestamp_ms
-            behind = max(0, p.log_end - p.position)
-            if behind != lag.records:
-                lag.records = behind
-                lag.records_child.set(behind)
-            lag.update_seconds(self.metrics, key, now)
-        if by_topic:
-            for topic, (records, size) in by_topic.items():
-                self._child("records_consumed_total", group, topic).inc(records)
-                self._child("bytes_consumed_total", group, topic).inc(size)
+                counters[0].inc(p.records)
+            if p.size:
+                counters[1].inc(p.size)
         if now >= self._next_sweep:
-            # Only partitions that changed are reported; the age of a backlog grows anyway.
-            self._next_sweep = now + _SWEEP_S
-            for key, lag in list(self._lag.items()):
+            self._sweep(group, now)
+
+    def _progressed(self, e: PartitionsProgressed) -> None:
+        """Where changed partitions stand, from the fetcher thread (in order, within 0.1 s of
+        a change): the lag gauges."""
+        group = e.group_id or ""
+        now = time.time()
+        with self._lag_lock:
+            for p in e.partitions:
+                key = (group, p.topic, p.partition)
+                if key in self._given:
+                    # Given up while this report was on its way (the fetcher thread tells
+                    # after the fact): kept, and shown only if the partition comes back.
+                    self._given[key] = p
+                else:
+                    self._set_lag(group, p, now)
+        if now >= self._next_sweep:
+            self._sweep(group, now)
+
+    def _set_lag(self, group: str, p: PartitionProgress, now: float) -> None:
+        """Bring one partition's lag gauges to ``p`` (the caller holds ``_lag_lock``)."""
+        if p.log_end < 0:
+            return
+        key = (group, p.topic, p.partition)
+        lag = self._lag.get(key)
+        if lag is None:
+            lag = self._lag[key] = _Lag(self.metrics.consumer_lag_records.labels(
+                group, p.topic, str(p.partition)))
+        if p.last_timestamp_ms >= 0:
+            lag.timestamp_ms = p.last_timestamp_ms
+        behind = max(0, p.log_end - p.position)
+        if behind != lag.records:
+            lag.records = behind
+            lag.records_child.set(behind)
+        lag.update_seconds(self.metrics, key, now)
+
+    def _sweep(self, group: str, now: float) -> None:
+        """Only partitions that changed are reported; the age of a backlog grows anyway."""
+        self._next_sweep = now + _SWEEP_S
+        with self._lag_lock:
+            for key, lag in self._lag.items():
                 if key[0] == group and lag.records:
                     lag.update_seconds(self.metrics, key, now)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from assignors import TopicPartition
 from groupkit.errors import ApiKey, GroupkitError, NoOffsetForPartitionError
+from groupkit.hooks import PartitionProgress, PartitionsProgressed, emit
 from groupkit.protocol.messages.fetch import (
     READ_COMMITTED,
     READ_UNCOMMITTED,
@@ -31,6 +32,10 @@ from groupkit.runtime.partition_state import PartitionEvent, PartitionState
 
 S = PartitionState
 E = PartitionEvent
+
+#: How often, at most, the fetcher thread tells the hooks where changed partitions stand: a
+#: lag gauge is never further behind than this, whether or not the application polls.
+REPORT_S = 0.1
 
 
 class FetchLoop(AnswerHandling):
@@ -50,9 +55,9 @@ class FetchLoop(AnswerHandling):
                         self._busy_nodes.discard(sent.node)
                     init = self._to_initialize()
                     plan = self._plan()
-                    if answers or init or plan:
+                    if answers or init or plan or self._report_due():
                         break
-                    self._cond.wait(self._next_retry())
+                    self._cond.wait(self._next_wake())
             try:
                 if plan and self.cluster.stale:
                     # A NOT_LEADER/UNKNOWN_TOPIC answer or a broken link: route anew.
@@ -66,6 +71,8 @@ class FetchLoop(AnswerHandling):
                     self._handle(sent, future)
                 if init:
                     self._initialize(init)
+                if self._report_due():
+                    self._report()
             except GroupkitError as exc:
                 self._troubled(f"the cluster does not answer ({exc})")
                 with self._cond:
@@ -83,6 +90,42 @@ class FetchLoop(AnswerHandling):
         now = time.monotonic()
         times = [p.retry_at for p in self._parts.values() if p.retry_at > now]
         return min(times) - now if times else None
+
+    def _next_wake(self) -> float | None:
+        """Seconds until a partition's back-off ends or changes are due to be told (None:
+        only a notify can help); an idle consumer has neither."""
+        wait = self._next_retry()
+        if self.hooks and self._changed:
+            due = max(0.0, self._report_at - time.monotonic())
+            if wait is None or due < wait:
+                wait = due
+        return wait
+
+    def _report_due(self) -> bool:
+        # Read without the lock after the work: a change it misses is seen at the next wait.
+        return bool(self.hooks) and bool(self._changed) \
+            and time.monotonic() >= self._report_at
+
+    def _report(self) -> None:
+        """Tell the hooks where the partitions that changed stand (``PartitionsProgressed``),
+        at most every ``REPORT_S``: from this thread, so the application's polls do not pay
+        for it, the reports go out in order, and they go on when the polls stop."""
+        committed = self.config.isolation_level == "read_committed"
+        out = []
+        with self._lock:
+            self._report_at = time.monotonic() + REPORT_S
+            changed, self._changed = self._changed, set()
+            for tp in changed:
+                part = self._parts.get(tp)
+                if part is None or part.position is None:
+                    continue
+                end = part.log_end
+                if end < 0 and not committed:
+                    end = part.high_watermark
+                out.append(PartitionProgress(tp.topic, tp.partition, 0, 0, part.position, end,
+                                             part.last_timestamp))
+        if out:
+            emit(self.hooks, PartitionsProgressed(self.config.group_id, tuple(out)))
 
     def _to_initialize(self) -> list[tuple[TopicPartition, int, str | None]]:
         now = time.monotonic()

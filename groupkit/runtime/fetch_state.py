@@ -79,8 +79,14 @@ class FetcherState:
     _answers: collections.deque[tuple[SentFetch, Future[Any]]] = attrs.field(
         init=False, factory=collections.deque)
     _buffered: int = attrs.field(init=False, default=0)
-    #: Partitions whose position, log end or taken records changed since ``progress()``.
+    #: Partitions whose position or log end changed since the fetcher thread last told the
+    #: hooks (``PartitionsProgressed``).
     _changed: set[TopicPartition] = attrs.field(init=False, factory=set)
+    #: The partitions ``take`` handed records from since the last ``handed()``, each once
+    #: (it is added as its ``taken`` count leaves 0). The application thread's alone.
+    _handed: list[FetchedPartition] = attrs.field(init=False, factory=list)
+    #: When the fetcher thread may next tell the hooks of changed partitions.
+    _report_at: float = attrs.field(init=False, default=0.0)
     _closed: bool = attrs.field(init=False, default=False)
     #: What keeps fetching from working, while it lasts (logged once per change).
     _trouble: str | None = attrs.field(init=False, default=None)

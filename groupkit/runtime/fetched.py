@@ -177,8 +177,8 @@ class FetchedPartition:
     log_end: int = -1
     buffered: int = 0
     chunks: collections.deque[Chunk] = attrs.field(factory=collections.deque)
-    #: What ``take`` handed over since the last ``progress()``: records, wire bytes, and the
-    #: timestamp of the last record (-1 when none); for the Polled hook event.
+    #: What ``take`` handed over since the last ``handed()``: records and wire bytes (for the
+    #: Polled hook event); and the timestamp of the last record handed over (-1 when none).
     taken: int = 0
     taken_bytes: int = 0
     last_timestamp: int = -1

@@ -156,6 +156,10 @@ class Fetcher(FetchLoop):
         # ``_cond``'s lock entered directly (C), not the Condition's Python-level ``with``.
         with self._lock:
             self._raise_owed()
+            # Hooks hear of what is handed over (``handed``) and, from the fetcher thread, of
+            # where the partitions stand: woken below when this take leaves the first change.
+            hooks = self.hooks
+            quiet = not self._changed
             part = self._in_line
             if part is None:
                 part = self._next_in_line()
@@ -185,7 +189,6 @@ class Fetcher(FetchLoop):
                 if piece:
                     last = piece[-1]
                     part.position = last.offset + 1
-                    part.taken += len(piece)
                     part.last_timestamp = last.timestamp
                     self._changed.add(part.tp)
                 done = chunk.done
@@ -200,13 +203,17 @@ class Fetcher(FetchLoop):
                     freed = min(chunk.left, chunk.size * len(piece) // max(1, chunk.count))
                 chunk.left -= freed
                 part.buffered -= freed
-                part.taken_bytes += freed
+                if hooks and (piece or freed):
+                    if not part.taken and not part.taken_bytes:
+                        self._handed.append(part)
+                    part.taken += len(piece)
+                    part.taken_bytes += freed
                 self._buffered -= freed
                 refetch = refetch or part.buffered < mark <= part.buffered + freed
                 if done:
                     part = None  # the next answer in arrival order
             self._in_line = part
-            if refetch:
+            if refetch or (quiet and hooks and self._changed):
                 self._cond.notify_all()
             if not out and refetch:
                 # Only an answer used up or found undecodable above (each sets refetch) can
@@ -243,26 +250,26 @@ class Fetcher(FetchLoop):
         self._drop(part)
         self._owe(part, exc, E.DECODE_FAILED)
 
-    def progress(self) -> tuple[PartitionProgress, ...]:
-        """The positioned partitions whose position, log end or taken records changed since the
-        last call, with what ``take`` handed over from each (for the ``Polled`` hook event; a
-        consumer of many idle partitions reports none of them)."""
+    def handed(self) -> tuple[PartitionProgress, ...]:
+        """What ``take`` handed over since the last call, per partition: records and wire
+        bytes, with the partition's position, for the ``Polled`` event of every poll (so the
+        counters built on it are exact however fast the polls come). Counted only while there
+        are hooks. Application thread only, as ``take``."""
+        parts = self._handed
+        if not parts:
+            return ()
+        self._handed = []
         committed = self.config.isolation_level == "read_committed"
         out = []
-        with self._cond:
-            changed, self._changed = self._changed, set()
-            for tp in changed:
-                part = self._parts.get(tp)
-                if part is None or part.position is None:
-                    continue
-                end = part.log_end
-                if end < 0 and not committed:
-                    end = part.high_watermark
-                out.append(PartitionProgress(tp.topic, tp.partition, part.taken,
-                                             part.taken_bytes, part.position, end,
-                                             part.last_timestamp))
-                part.taken = part.taken_bytes = 0
-                part.last_timestamp = -1
+        for part in parts:
+            end = part.log_end
+            if end < 0 and not committed:
+                end = part.high_watermark
+            position = part.position
+            out.append(PartitionProgress(part.tp.topic, part.tp.partition, part.taken,
+                                         part.taken_bytes, -1 if position is None else position,
+                                         end, part.last_timestamp))
+            part.taken = part.taken_bytes = 0
         return tuple(out)
 
     def _part(self, tp: TopicPartition) -> FetchedPartition:

@@ -21,6 +21,7 @@ from groupkit.hooks import (
     PartitionProgress,
     PartitionsAssigned,
     PartitionsLost,
+    PartitionsProgressed,
     PartitionsRevoked,
     Polled,
     RebalanceFinished,
@@ -124,11 +125,15 @@ def test_partitions_and_their_lag_follow_the_assignment() -> None:
     m(PartitionsAssigned("g", frozenset({("t", 0), ("t", 1), ("u", 0)}), 0.001))
     assert get(m, "groupkit_assigned_partitions", group="g", topic="t") == 2
     now_ms = int(time.time() * 1000)
-    m(Polled("g", 5, (PartitionProgress("t", 0, 5, 500, 105, 150, now_ms - 10_000),
-                      PartitionProgress("t", 1, 0, 0, 40, 40, -1),
-                      PartitionProgress("u", 0, 0, 0, 0, 9, -1))))
+    m(Polled("g", 5, (PartitionProgress("t", 0, 5, 500, 105, 150, now_ms - 10_000),)))
     assert get(m, "groupkit_records_consumed_total", group="g", topic="t") == 5
     assert get(m, "groupkit_bytes_consumed_total", group="g", topic="t") == 500
+    # A poll counts; the lag comes from the fetcher thread's reports.
+    assert get(m, "groupkit_consumer_lag_records", group="g", topic="t", partition="0") is None
+    m(PartitionsProgressed("g", (PartitionProgress("t", 0, 0, 0, 105, 150, now_ms - 10_000),
+                                 PartitionProgress("t", 1, 0, 0, 40, 40, -1),
+                                 PartitionProgress("u", 0, 0, 0, 0, 9, -1))))
+    assert get(m, "groupkit_records_consumed_total", group="g", topic="t") == 5
     assert get(m, "groupkit_consumer_lag_records", group="g", topic="t", partition="0") == 45
     assert 9.5 < get(m, "groupkit_consumer_lag_seconds", group="g", topic="t",
                      partition="0") < 60
@@ -154,14 +159,39 @@ def test_partitions_and_their_lag_follow_the_assignment() -> None:
                    callback=callback) == 1
 
 
+def test_every_poll_counts_however_close_the_polls_come() -> None:
+    m = PrometheusMetrics()
+    for _ in range(10):
+        m(Polled("g", 50, (PartitionProgress("t", 0, 30, 3000, 0, -1, -1),
+                           PartitionProgress("t", 1, 20, 2000, 0, -1, -1))))
+        m(Polled("g", 0, ()))
+    assert get(m, "groupkit_records_consumed_total", group="g", topic="t") == 500
+    assert get(m, "groupkit_bytes_consumed_total", group="g", topic="t") == 50_000
+
+
+def test_a_report_that_comes_after_its_partition_was_given_up_waits_for_it() -> None:
+    # The fetcher thread tells where a partition stood after the application revoked it: no
+    # lag series for a partition this member does not hold, until it is assigned again.
+    m = PrometheusMetrics()
+    m(PartitionsAssigned("g", frozenset({("t", 0)}), 0.001))
+    m(PartitionsProgressed("g", (PartitionProgress("t", 0, 0, 0, 10, 30, -1),)))
+    m(PartitionsRevoked("g", frozenset({("t", 0)}), 0.001))
+    m(PartitionsProgressed("g", (PartitionProgress("t", 0, 0, 0, 12, 30, -1),)))
+    assert get(m, "groupkit_consumer_lag_records", group="g", topic="t", partition="0") is None
+    m(PartitionsAssigned("g", frozenset({("t", 0)}), 0.001))
+    assert get(m, "groupkit_consumer_lag_records", group="g", topic="t", partition="0") == 18
+    m(PartitionsProgressed("g", (PartitionProgress("t", 0, 0, 0, 30, 30, -1),)))
+    assert get(m, "groupkit_consumer_lag_records", group="g", topic="t", partition="0") == 0
+
+
 def test_the_age_of_a_backlog_grows_between_polls_that_do_not_mention_it(monkeypatch) -> None:
     from groupkit.metrics import prometheus
 
     monkeypatch.setattr(prometheus, "_SWEEP_S", 0.0)
     m = PrometheusMetrics()
     then_ms = int(time.time() * 1000) - 5_000
-    m(Polled("g", 1, (PartitionProgress("t", 0, 1, 100, 11, 50, then_ms),
-                      PartitionProgress("t", 1, 1, 100, 8, 8, then_ms))))
+    m(PartitionsProgressed("g", (PartitionProgress("t", 0, 0, 0, 11, 50, then_ms),
+                                 PartitionProgress("t", 1, 0, 0, 8, 8, then_ms))))
     first = get(m, "groupkit_consumer_lag_seconds", group="g", topic="t", partition="0")
     time.sleep(0.05)
     m(Polled("g", 0, ()))

@@ -8,11 +8,13 @@ record it processed, so a test can check what the workers did after they are gon
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from groupkit.consumer import ConsumerRecord
+from groupkit.hooks import Polled
 from tests.support.worker_log import LoggedWorker
 
 
@@ -62,3 +64,39 @@ class CrashesOnRecords(RecordingWorker):
 
     def process(self, record: ConsumerRecord) -> None:
         raise RuntimeError(f"CrashesOnRecords cannot handle offset {record.offset}")
+
+
+class StallsAfter500(RecordingWorker):
+    """Takes records 50 a poll, as fast as it can, and after the 500th processed stops polling:
+    it logs ``stalled`` with how many records its polls handed over (its own count of its
+    Polled events) and each partition's position, then waits in process() until stopped."""
+
+    max_poll_records = 50
+    STALL_AT = 500
+
+    def __init__(self, hooks: Any = (), **settings: Any) -> None:
+        super().__init__(hooks=[*hooks, self._count], **settings)
+        self.handed = 0
+        self.done = 0
+        self.release = threading.Event()
+
+    def _count(self, event: object) -> None:
+        if isinstance(event, Polled):
+            self.handed += event.records
+
+    def process(self, record: ConsumerRecord) -> None:
+        super().process(record)
+        self.done += 1
+        if self.done != self.STALL_AT:
+            return
+        consumer = self._consumer
+        assert consumer is not None
+        self.note("stalled", handed=self.handed, positions={
+            str(tp.partition): consumer.position(tp) for tp in consumer.assignment()})
+        deadline = time.monotonic() + 120
+        while not self.release.wait(0.2) and time.monotonic() < deadline:
+            pass
+
+    def stop(self) -> None:
+        self.release.set()
+        super().stop()
