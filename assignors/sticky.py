@@ -81,13 +81,22 @@ class _Plan:
             self.assigned = general_assignment(layout, self.topics, self.owner)
 
     def result(self) -> dict[str, MemberAssignment]:
+        """Each member's TopicPartitions: the ones it sent, where it keeps them all first (as a
+        member of a uniform group does), then new ones for what it receives."""
         out = {}
+        partitions = self.numbering.partitions
         for member, member_id in enumerate(self.order):
             assigned, source = self.assigned[member], self.sources[member]
-            if source is not None and assigned is self.claims[member]:
+            if source is None:
+                out[member_id] = MemberAssignment(partitions(assigned))
+            elif assigned is self.claims[member]:
                 out[member_id] = MemberAssignment(source)
             else:
-                out[member_id] = MemberAssignment(self.numbering.partitions(assigned))
+                kept = len(source)
+                if assigned[:kept] == self.claims[member]:
+                    out[member_id] = MemberAssignment(source + partitions(assigned[kept:]))
+                else:
+                    out[member_id] = MemberAssignment(partitions(assigned))
         return out
 
 
@@ -170,8 +179,13 @@ class CooperativeStickyAssignor(_StickyBase):
         # A member given exactly what it owns has nothing to withhold.
         owner = plan.owner
         for member, assigned in enumerate(plan.assigned):
-            if assigned is not plan.owned[member]:
-                plan.assigned[member] = [
-                    index for index in assigned if owner[index] < 0 or owner[index] == member
-                ]
+            owned = plan.owned[member]
+            if assigned is owned:
+                continue
+            # Only partitions a member did not own can be withheld: when it keeps everything it
+            # owned first (a uniform group), only what follows needs looking at.
+            kept = len(owned) if assigned[: len(owned)] == owned else 0
+            plan.assigned[member] = assigned[:kept] + [
+                index for index in assigned[kept:] if owner[index] < 0 or owner[index] == member
+            ]
         return plan.result()

@@ -25,6 +25,7 @@ from assignors._types import TopicPartition
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
+_ARRAYS: dict[int, struct.Struct] = {}
 
 
 class NumberingLike(Protocol):
@@ -99,7 +100,8 @@ class Numbering:
                 return None
             if span is not None:
                 offset, limit = span
-                numbers = struct.unpack_from(f">{count}i", data, pos)
+                array = _ARRAYS.get(count) or _ARRAYS.setdefault(count, struct.Struct(f">{count}i"))
+                numbers = array.unpack_from(data, pos)
                 out.extend([offset + p for p in numbers if 0 <= p < limit])
             pos += 4 * count
         generation = -1
@@ -133,12 +135,15 @@ def resolve(
     when it owns everything it claimed, else its owned claims in order, each once.
     """
     owner = [-1] * total
-    for member, claimed in enumerate(claims):
-        generation = generations[member]
-        for index in claimed:
-            current = owner[index]
-            if current < 0 or generation > generations[current]:
-                owner[index] = member
+    # Members in rising generation, later members first within one: each claim overwrites
+    # the ones before it, so the highest generation, then the earliest member, ends up owner.
+    # (owner[index] = member for every claim, as a C-level loop.)
+    for member in sorted(range(len(claims)), key=lambda m: (generations[m], -m)):
+        claimed = claims[member]
+        deque(map(owner.__setitem__, claimed, repeat(member, len(claimed))), 0)
+    if total - owner.count(-1) == sum(map(len, claims)):
+        # No partition claimed twice: everyone owns exactly what it claimed.
+        return owner, list(claims)
     owned = []
     for member, claimed in enumerate(claims):
         mine = [index for index in claimed if owner[index] == member]
