@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from groupkit.config import (
         ConsumerConfig as ConsumerConfig,
         ProducerConfig as ProducerConfig,
+        ShareConsumerConfig as ShareConsumerConfig,
     )
     from groupkit.consumer import (
         Consumer as Consumer,
@@ -73,6 +74,9 @@ if TYPE_CHECKING:
         Processed as Processed,
         RebalanceFinished as RebalanceFinished,
         RebalanceStarted as RebalanceStarted,
+        ShareLocksExpired as ShareLocksExpired,
+        ShareRecordsAcknowledged as ShareRecordsAcknowledged,
+        ShareRecordsAcquired as ShareRecordsAcquired,
         Synced as Synced,
         TopicMissing as TopicMissing,
     )
@@ -81,6 +85,11 @@ if TYPE_CHECKING:
         RecordMetadata as RecordMetadata,
     )
     from groupkit.protocol.records import Record as Record
+    from groupkit.share import AcknowledgeType as AcknowledgeType
+    from groupkit.share_consumer import (
+        ShareConsumer as ShareConsumer,
+        ShareConsumerRecord as ShareConsumerRecord,
+    )
     from groupkit.values import (
         ConsumerGroupMetadata as ConsumerGroupMetadata,
         OffsetAndMetadata as OffsetAndMetadata,
@@ -94,7 +103,7 @@ __version__: str
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "assignors": ("TopicPartition",),
     "groupkit.admin": ("Admin",),
-    "groupkit.config": ("ConsumerConfig", "ProducerConfig"),
+    "groupkit.config": ("ConsumerConfig", "ProducerConfig", "ShareConsumerConfig"),
     "groupkit.consumer": ("Consumer", "ConsumerRebalanceListener", "ConsumerRecord"),
     "groupkit.errors": (
         "ApiKey", "AuthenticationError", "BrokerError", "CommitFailedError", "ConfigError",
@@ -111,10 +120,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "FetchCompleted", "GroupRequestDone", "HeartbeatAnswered", "HeartbeatSent", "Hook",
         "Joined", "MemberStateChanged", "PartitionProgress", "PartitionsAssigned", "PartitionsLost",
         "PartitionsRevoked", "Polled", "Processed", "RebalanceFinished", "RebalanceStarted",
-        "Synced", "TopicMissing", "PartitionsProgressed",
+        "Synced", "TopicMissing", "PartitionsProgressed", "ShareLocksExpired",
+        "ShareRecordsAcknowledged", "ShareRecordsAcquired",
     ),
     "groupkit.producer": ("Producer", "RecordMetadata"),
     "groupkit.protocol.records": ("Record",),
+    "groupkit.share": ("AcknowledgeType",),
+    "groupkit.share_consumer": ("ShareConsumer", "ShareConsumerRecord"),
     "groupkit.values": ("ConsumerGroupMetadata", "OffsetAndMetadata"),
 }
 _HOMES = {name: module for module, names in _EXPORTS.items() for name in names}

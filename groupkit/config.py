@@ -58,6 +58,11 @@ def _optional_text(_: Any, a: attrs.Attribute, value: Any) -> None:
         raise ConfigError(f"{a.name} must be a non-empty string or None, not {value!r}")
 
 
+def _required_text(_: Any, a: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{a.name} is required: a non-empty string, not {value!r}")
+
+
 def parse_bootstrap(value: Any) -> tuple[tuple[str, int], ...]:
     """Turn "h1:9092,h2:9092" or ["h1:9092", ("h2", 9092)] into ((host, port), ...)."""
     items = value.split(",") if isinstance(value, str) else list(value or ())
@@ -257,6 +262,37 @@ def _check_protocol_settings(protocol: str, settings: Mapping[str, Any]) -> None
     if given:
         raise ConfigError(f"{', '.join(given)} cannot be set when group_protocol="
                           f"{protocol!r}: {why}")
+
+
+@attrs.frozen(kw_only=True)
+class ShareConsumerConfig(ClientConfig):
+    """Settings of a ShareConsumer (KIP-932), with the Java share consumer's names and defaults.
+
+    ``share_acknowledgement_mode``: "implicit" accepts a poll's records at the next poll or
+    commit; "explicit" wants ``acknowledge`` for every record. ``share_acquire_mode`` (Kafka
+    4.2+, ShareFetch v2): "batch_optimized" lets the broker round ``max_poll_records`` up to
+    whole batches, "record_limit" does not. The share group's session timeout, heartbeat
+    interval, acquisition lock and delivery limit are the broker's (group configs).
+    """
+
+    group_id: str = attrs.field(default=None, validator=_required_text)
+    share_acknowledgement_mode: str = attrs.field(default="implicit",
+                                                  validator=_one_of("implicit", "explicit"))
+    share_acquire_mode: str = attrs.field(default="batch_optimized",
+                                          validator=_one_of("batch_optimized", "record_limit"))
+    max_poll_records: int = attrs.field(default=500, validator=_at_least(1))
+    max_poll_interval_ms: int = attrs.field(default=300000, validator=_at_least(1))
+    fetch_min_bytes: int = attrs.field(default=1, validator=_at_least(1))
+    fetch_max_bytes: int = attrs.field(default=52428800, validator=_at_least(1))
+    fetch_max_wait_ms: int = attrs.field(default=500, validator=_at_least(0))
+    max_partition_fetch_bytes: int = attrs.field(default=1048576, validator=_at_least(1))
+    client_rack: str | None = attrs.field(default=None, validator=_optional_text)
+    check_crcs: bool = attrs.field(default=True, validator=_flag)
+    default_api_timeout_ms: int = attrs.field(default=60000, validator=_at_least(1))
+
+    @property
+    def explicit(self) -> bool:
+        return self.share_acknowledgement_mode == "explicit"
 
 
 def _check_assignors(specs: tuple[Any, ...]) -> None:

@@ -254,11 +254,56 @@ class TopicMissing:
     error: str
 
 
+# --- share groups (KIP-932) --------------------------------------------------------------------
+
+
+@attrs.frozen
+class ShareRecordsAcquired:
+    """A ShareFetch answer gave this member ``records`` records of one partition.
+
+    ``delivery_counts`` pairs each delivery count with how many of them had it (a count above
+    1 is a redelivery); ``gaps``: acquired offsets without a record (acknowledged as gaps).
+    """
+
+    group_id: str
+    topic: str
+    partition: int
+    records: int
+    delivery_counts: tuple[tuple[int, int], ...]
+    gaps: int = 0
+
+
+@attrs.frozen
+class ShareRecordsAcknowledged:
+    """The broker answered acknowledgements of one partition: ``counts`` pairs each type name
+    (ACCEPT, RELEASE, REJECT, RENEW, GAP) with its records; ``error`` is "" when they were
+    applied, else the error's name (INVALID_RECORD_STATE: the records were no longer this
+    member's, their lock had run out)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    counts: tuple[tuple[str, int], ...]
+    error: str
+    latency_s: float
+
+
+@attrs.frozen
+class ShareLocksExpired:
+    """The acquisition locks of ``records`` records of one partition ran out before the
+    application acknowledged them: the broker may deliver them to another member."""
+
+    group_id: str
+    topic: str
+    partition: int
+    records: int
+
+
 Event = (Joined | Synced | RebalanceStarted | RebalanceFinished | HeartbeatSent
          | HeartbeatAnswered | CommitDone | CommitFailed | FetchCompleted | GroupRequestDone
          | MemberStateChanged | PartitionsAssigned | PartitionsRevoked | PartitionsLost | Polled
          | PartitionsProgressed | Processed | BrokerUnreachable | BrokerRecovered | TopicMissing
-         | TransactionEnded)
+         | TransactionEnded | ShareRecordsAcquired | ShareRecordsAcknowledged | ShareLocksExpired)
 Hook = Callable[[Event], None]
 
 

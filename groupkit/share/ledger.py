@@ -130,6 +130,10 @@ class ShareLedger:
         keys = self._parts.keys() if partitions is None else partitions
         return any((p := self._parts.get(k)) is not None and p.acknowledged for k in keys)
 
+    def pending_partitions(self) -> list[SharePartition]:
+        """The partitions with acknowledgements waiting to be sent."""
+        return [k for k, p in self._parts.items() if p.acknowledged]
+
     def take(self, partitions: Iterable[SharePartition] | None = None) -> Sent:
         """Take the acknowledgements waiting for ``partitions`` (all when None) for one request."""
         token = next(self._tokens)

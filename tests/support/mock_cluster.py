@@ -8,6 +8,16 @@ confluent-kafka wheel: ``rd_kafka_new`` with ``test.mock.num.brokers``, then
 ``rd_kafka_mock_set_group_consumer_session_timeout_ms`` / ``_heartbeat_interval_ms`` on its mock
 cluster, before any group exists) and creates topics directly (``rd_kafka_mock_topic_create``).
 It lives until ``stop()`` (or the ``with`` block ends).
+
+Share groups (KIP-932) there: ``share_*`` settings set the mock's share-group heartbeat
+interval (5 s by default), session timeout (45 s) and acquisition lock (30 s) the same way;
+``share_assign`` sets a share group's assignment by hand (the mock's own assignor gives each
+partition to one member; Kafka's shares a partition among members, which a hand-made
+assignment shows); ``produce`` writes records with a confluent-kafka producer and
+``share_consumer`` makes a confluent-kafka ShareConsumer peer. A new share group starts at the
+latest offset. Mock facts the share tests live with (librdkafka 2.16): any client connection
+that closes on a mock broker closes every member's share sessions on that broker (their locks
+are released); no ShareGroupDescribe (77), and ListGroups does not list share groups.
 """
 
 from __future__ import annotations
@@ -15,7 +25,9 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+from collections.abc import Iterable, Mapping
 from types import TracebackType
+from typing import Any
 
 import attrs
 
@@ -43,6 +55,20 @@ def _library() -> ctypes.CDLL:
     for name in ("rd_kafka_mock_set_group_consumer_session_timeout_ms",
                  "rd_kafka_mock_set_group_consumer_heartbeat_interval_ms"):
         getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int]
+    for name in ("rd_kafka_mock_sharegroup_set_heartbeat_interval",
+                 "rd_kafka_mock_sharegroup_set_session_timeout",
+                 "rd_kafka_mock_sharegroup_set_record_lock_duration",
+                 "rd_kafka_mock_sharegroup_set_max_delivery_attempts"):
+        getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.rd_kafka_topic_partition_list_new.restype = ctypes.c_void_p
+    lib.rd_kafka_topic_partition_list_new.argtypes = [ctypes.c_int]
+    lib.rd_kafka_topic_partition_list_add.restype = ctypes.c_void_p
+    lib.rd_kafka_topic_partition_list_add.argtypes = [ctypes.c_void_p, ctypes.c_char_p,
+                                                      ctypes.c_int32]
+    lib.rd_kafka_topic_partition_list_destroy.argtypes = [ctypes.c_void_p]
+    lib.rd_kafka_mock_sharegroup_target_assignment.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
+        ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
     lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
                                                ctypes.c_int]
     lib.rd_kafka_destroy.argtypes = [ctypes.c_void_p]
@@ -57,6 +83,10 @@ class MockCluster:
     brokers: int = 3
     session_timeout_ms: int = 30_000
     heartbeat_interval_ms: int = 3_000
+    #: Share groups: None keeps the mock's default.
+    share_heartbeat_interval_ms: int | None = None
+    share_session_timeout_ms: int | None = None
+    share_record_lock_duration_ms: int | None = None
     bootstrap_servers: str = attrs.field(default="", init=False)
     _lib: ctypes.CDLL | None = attrs.field(default=None, init=False, repr=False)
     _handle: int | None = attrs.field(default=None, init=False, repr=False)
@@ -78,6 +108,12 @@ class MockCluster:
         lib.rd_kafka_mock_set_group_consumer_session_timeout_ms(cluster, self.session_timeout_ms)
         lib.rd_kafka_mock_set_group_consumer_heartbeat_interval_ms(cluster,
                                                                    self.heartbeat_interval_ms)
+        for name, value in (
+                ("heartbeat_interval", self.share_heartbeat_interval_ms),
+                ("session_timeout", self.share_session_timeout_ms),
+                ("record_lock_duration", self.share_record_lock_duration_ms)):
+            if value is not None:
+                getattr(lib, f"rd_kafka_mock_sharegroup_set_{name}")(cluster, value)
         self.bootstrap_servers = lib.rd_kafka_mock_cluster_bootstraps(cluster).decode()
         return self
 
@@ -87,6 +123,51 @@ class MockCluster:
         code = self._lib.rd_kafka_mock_topic_create(self._cluster, name.encode(), partitions, 1)
         if code:
             raise RuntimeError(f"the mock refused to create topic {name}: error {code}")
+
+    def share_assign(self, group_id: str, assignment: Mapping[str, Iterable[tuple[str, int]]]
+                     ) -> None:
+        """Give each member (by member id) of share group ``group_id`` the (topic, partition)
+        pairs listed, from now on (the mock then assigns by hand only; members hear of it at
+        their next heartbeat). A partition may go to several members, as Kafka's assignor
+        does when a share group has more members than partitions."""
+        lib, cluster = self._lib, self._cluster
+        assert lib is not None and cluster is not None, "start() first"
+        ids = list(assignment)
+        lists = []
+        for member in ids:
+            parts = list(assignment[member])
+            handle = lib.rd_kafka_topic_partition_list_new(max(1, len(parts)))
+            for topic, partition in parts:
+                lib.rd_kafka_topic_partition_list_add(handle, topic.encode(), partition)
+            lists.append(handle)
+        try:
+            lib.rd_kafka_mock_sharegroup_target_assignment(
+                cluster, group_id.encode(), (ctypes.c_char_p * len(ids))(
+                    *[i.encode() for i in ids]), (ctypes.c_void_p * len(ids))(*lists), len(ids))
+        finally:
+            for handle in lists:
+                lib.rd_kafka_topic_partition_list_destroy(handle)
+
+    def produce(self, topic: str, values: Iterable[bytes], partitions: int = 4) -> int:
+        """Write ``values`` round-robin over ``partitions`` partitions; how many."""
+        import confluent_kafka
+
+        producer = confluent_kafka.Producer({"bootstrap.servers": self.bootstrap_servers,
+                                             "linger.ms": 5})
+        count = 0
+        for count, value in enumerate(values, 1):
+            producer.produce(topic, value=value, partition=count % partitions)
+        if producer.flush(30):
+            raise TimeoutError("the mock cluster did not take every record")
+        return count
+
+    def share_consumer(self, group_id: str, client_id: str, **config: Any) -> Any:
+        """A confluent-kafka ShareConsumer on this cluster."""
+        import confluent_kafka
+
+        return confluent_kafka.ShareConsumer({
+            "bootstrap.servers": self.bootstrap_servers, "group.id": group_id,
+            "client.id": client_id, **config})
 
     def stop(self) -> None:
         if self._lib is not None and self._handle is not None:

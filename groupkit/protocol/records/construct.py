@@ -28,14 +28,17 @@ _SOURCE_FIELDS = {"topic", "partition"}
 
 
 def _make(record_type: type[Record], topic: str | None, partition: int | None) -> _Make:
-    """How to build records of ``record_type``: Record, or a subclass that adds exactly the
-    fields ``topic`` and ``partition`` (set from the arguments of the same name)."""
+    """How to build records of ``record_type``: Record, or a slotted subclass that adds the
+    fields ``topic`` and ``partition`` (set from the arguments of the same name) and, beyond
+    them, only fields it lists in ``SET_AFTER_DECODE``: the decoder leaves those unset, and the
+    caller sets every one on every record it keeps (a share record's delivery count)."""
     if record_type is Record:
         return _PLAIN
     if not (isinstance(record_type, type) and issubclass(record_type, Record)):
         raise ConfigError(f"record_type must be Record or an attrs subclass of it, not "
                           f"{record_type!r}")
     extra = {a.name for a in attrs.fields(record_type)} - {a.name for a in attrs.fields(Record)}
+    extra -= set(getattr(record_type, "SET_AFTER_DECODE", ()))
     if extra != _SOURCE_FIELDS or "__slots__" not in record_type.__dict__:
         raise ConfigError(f"record_type {record_type.__name__} must be slotted and add exactly"
                           f" the fields 'topic' and 'partition' to Record, not {sorted(extra)}")
