@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from types import TracebackType
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, cast
 
 from assignors import ClusterView, RebalanceProtocol, TopicPartition
 from groupkit.config import ConsumerConfig
@@ -44,7 +44,6 @@ from groupkit.group import (
     Revoked,
 )
 from groupkit.group.consumer_protocol import ConsumerProtocol
-from groupkit.group.kip848 import ConsumerGroupMachine, SubscriptionHolder
 from groupkit.group.member_machine import MemberMachine
 from groupkit.hooks import (
     Hook,
@@ -63,6 +62,9 @@ from groupkit.runtime.group_runner import GroupRunner
 from groupkit.runtime.metadata import ClusterMetadata
 from groupkit.runtime.offsets import CommitCallback, OffsetStore
 from groupkit.values import ConsumerGroupMetadata, OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from groupkit.group.kip848 import SubscriptionHolder
 
 __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 
@@ -233,6 +235,9 @@ class Consumer:
         joining: Callable[[], None] = _nothing
         if c.group_protocol == "consumer":
             # KIP-848: the coordinator assigns; the member only says what it subscribes to.
+            # Imported here: a classic member (the default) does not load that machine.
+            from groupkit.group.kip848 import ConsumerGroupMachine, SubscriptionHolder
+
             subscription = SubscriptionHolder()
             subscription.subscribe(topics, pattern)
             machine = ConsumerGroupMachine(group, subscription, c.group_remote_assignor)

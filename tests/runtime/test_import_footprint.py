@@ -76,6 +76,27 @@ def test_building_and_using_a_producer_loads_nothing_only_a_consumer_uses(
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
 
 
+#: The other membership protocols and what only they send.
+OTHER_PROTOCOLS = ("groupkit.group.kip848", "groupkit.group.kip848.machine",
+                   "groupkit.protocol.messages.consumer_group")
+
+
+def test_a_classic_consumer_loads_no_other_membership_protocol() -> None:
+    # The KIP-848 machine was imported by every Consumer, though only
+    # group_protocol='consumer' uses it.
+    probe = (
+        "import sys, json\n"
+        "from groupkit.consumer import Consumer\n"
+        "from groupkit.group_consumer import GroupConsumer\n"
+        "c = Consumer(bootstrap_servers='127.0.0.1:9', group_id='g')\n"
+        "c.subscribe(['t'])\n"
+        "c.close()\n"
+        f"print(json.dumps(sorted(m for m in {OTHER_PROTOCOLS!r} if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=ROOT, timeout=60, env={**os.environ})
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
 def test_each_feature_loads_its_module_when_used() -> None:
     loaded = _loaded_after(
         "from groupkit.protocol.compression import compress, decompress\n"
