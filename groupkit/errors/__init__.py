@@ -41,7 +41,17 @@ class ConfigError(GroupkitError, ValueError):
 
 
 class FieldVersionError(GroupkitError, ValueError):
-    """A message field was set to a non-default value that the chosen API version cannot carry."""
+    """A message field was set to a non-default value that the chosen API version cannot carry.
+
+    ``feature`` names what the field is for when its schema says (then encoding raises
+    FeatureUnsupportedError instead, naming the release that has it), and ``since`` is the
+    lowest version that carries it."""
+
+    def __init__(self, message: str, *, feature: str | None = None,
+                 since: int | None = None) -> None:
+        super().__init__(message)
+        self.feature = feature
+        self.since = since
 
 
 class FrameTooLarge(CorruptFrame):
@@ -305,6 +315,31 @@ class UnsupportedVersionError(BrokerError):
 
 
 _BY_CODE[35] = UnsupportedVersionError
+
+
+class FeatureUnsupportedError(UnsupportedVersionError):
+    """The broker (or the release ``api_version`` pins) is too old for a feature asked for:
+    the message names the feature and the first Kafka release that has it. ``feature`` and
+    ``release`` hold the same (``release`` None: no release has it)."""
+
+    hint = ("Use a broker of that release or newer (and an api_version pin no older), or do"
+            " without the feature.")
+
+    def __init__(self, message: str | None = None, *, feature: str = "",
+                 release: str | None = None) -> None:
+        super().__init__(message)
+        self.feature = feature
+        self.release = release
+
+
+class RequestDroppedError(UnsupportedVersionError):
+    """A broker closed the connection right after the same request at the same version, time
+    after time, though it lists that version in ApiVersions: it cannot serve it (a broker that
+    advertises versions it cannot parse). The message names the request, the version and the
+    ``api_version`` pin that avoids it."""
+
+    hint = ("Set api_version to the broker's Kafka release so groupkit sends only the versions"
+            " that release speaks.")
 
 TopicAlreadyExistsError = _code(
     ErrorCode.TOPIC_ALREADY_EXISTS, False, "A topic with this name already exists.",

@@ -22,8 +22,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import attrs
 
-from groupkit.errors import CorruptFrame, FieldVersionError, UnsupportedVersionError
+from groupkit.errors import (
+    CorruptFrame,
+    FeatureUnsupportedError,
+    FieldVersionError,
+    UnsupportedVersionError,
+)
 from groupkit.protocol.primitives import NULL_UUID, Reader, Writer
+from groupkit.protocol.releases import first_release
 
 WriteFn = Callable[[Writer, Any], None]
 ReadFn = Callable[[Reader], Any]
@@ -193,6 +199,9 @@ class FieldSpec:
     tag: int | None
     tagged_versions: tuple[int, int] | None
     ignorable: bool
+    #: What the field is for ("static membership"), when a version without it means a
+    #: broker too old for that feature (see ``Message.encode_into``).
+    feature: str | None = None
 
 
 _SPEC = "groupkit.schema"
@@ -200,11 +209,14 @@ _MISSING = object()
 
 
 def f(type_: Any, *, default: Any = _MISSING, versions: str = "0+", nullable: str | None = None,
-      tag: int | None = None, tagged_versions: str | None = None, ignorable: bool = False) -> Any:
+      tag: int | None = None, tagged_versions: str | None = None, ignorable: bool = False,
+      feature: str | None = None) -> Any:
     """Declare a schema field: its wire type, the versions that carry it and its default.
 
     ``tag`` makes it a tagged field (flexible versions only), present in ``tagged_versions``.
     ``ignorable`` lets a non-default value be dropped silently at versions without the field.
+    ``feature`` names what a non-default value asks of the broker: at a version without the
+    field, encoding raises FeatureUnsupportedError naming it and the release that has it.
     """
     if isinstance(type_, type):
         type_ = _StructType(type_)
@@ -212,7 +224,7 @@ def f(type_: Any, *, default: Any = _MISSING, versions: str = "0+", nullable: st
     spec = FieldSpec(
         type=type_, versions=parse_versions(versions), nullable=nullable_rng, tag=tag,
         tagged_versions=parse_versions(tagged_versions or (versions if tag is not None else None)),
-        ignorable=ignorable,
+        ignorable=ignorable, feature=feature,
     )
     if default is _MISSING:
         default = type_.natural_default(nullable_rng is not None)
@@ -267,7 +279,7 @@ class _Plan:
         self.flexible = flexible
         self.regular: list[tuple[str, WriteFn, ReadFn]] = []
         self.tagged: dict[int, tuple[str, WriteFn, ReadFn, Any]] = {}
-        self.absent: list[tuple[str, Any, bool]] = []
+        self.absent: list[tuple[str, Any, bool, FieldSpec]] = []
         for a in attrs.fields(cls):
             spec: FieldSpec | None = a.metadata.get(_SPEC)
             if spec is None:
@@ -278,21 +290,24 @@ class _Plan:
                     w, r = spec.type.codec(version, True, nullable)
                     self.tagged[spec.tag] = (a.name, w, r, _default_of(a))
                 else:
-                    self.absent.append((a.name, _default_of(a), spec.ignorable))
+                    self.absent.append((a.name, _default_of(a), spec.ignorable, spec))
             elif _within(spec.versions, version):
                 w, r = spec.type.codec(version, flexible, nullable)
                 if not nullable:
                     w = _refuse_none(w, a.name, version)
                 self.regular.append((a.name, w, r))
             else:
-                self.absent.append((a.name, _default_of(a), spec.ignorable))
+                self.absent.append((a.name, _default_of(a), spec.ignorable, spec))
 
     def write(self, w: Writer, obj: Any) -> None:
-        for name, default, ignorable in self.absent:
+        for name, default, ignorable, spec in self.absent:
             if not ignorable and getattr(obj, name) != default:
+                carried = spec.tagged_versions if spec.tag is not None else spec.versions
                 raise FieldVersionError(
                     f"{type(obj).__name__}.{name} is not carried by version {self.version};"
-                    f" leave it at its default ({default!r}) or use a version that has it")
+                    f" leave it at its default ({default!r}) or use a version that has it",
+                    feature=spec.feature,
+                    since=carried[0] if carried and self.version < carried[0] else None)
         for name, fw, _ in self.regular:
             fw(w, getattr(obj, name))
         if self.flexible:
@@ -409,7 +424,13 @@ class Message(Struct):
 
     def encode_into(self, w: Writer, version: int) -> None:
         self._check_version(version)
-        _plan(type(self), version, self.is_flexible(version)).write(w, self.for_version(version))
+        try:
+            _plan(type(self), version, self.is_flexible(version)).write(
+                w, self.for_version(version))
+        except FieldVersionError as exc:
+            if exc.feature is None or exc.since is None:
+                raise
+            raise too_old(type(self), version, exc.feature, exc.since) from exc
 
     def encode(self, version: int) -> bytes:
         """Encode the message body (no header) at ``version``."""
@@ -461,6 +482,18 @@ def message(*, api_key: int, versions: str,
         return new
 
     return wrap
+
+
+def too_old(cls: type[Message], version: int, feature: str,
+            since: int) -> FeatureUnsupportedError:
+    """The error for ``feature`` asked of ``cls`` at ``version``, which lacks it: which
+    version and Kafka release have it (whether the broker or an api_version pin is older)."""
+    api = cls.__name__.removesuffix("Request").removesuffix("Response")
+    release = first_release(cls.API_KEY, since)
+    where = f"Kafka {release} or newer" if release else "no Kafka release groupkit knows"
+    return FeatureUnsupportedError(
+        f"{feature}: {api} v{since} or newer is needed ({where}); the broker (or the"
+        f" api_version pin) allows {api} v{version} at most.", feature=feature, release=release)
 
 
 def pair(request: type[Request], response: type[Response]) -> None:

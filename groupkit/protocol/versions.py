@@ -59,17 +59,27 @@ def _shared(client: tuple[int, int], broker: tuple[int, int]) -> int | None:
     return high if low <= high else None
 
 
-def negotiate(broker_ranges: VersionRanges | ApiVersionsResponse) -> dict[int, int]:
+def negotiate(broker_ranges: VersionRanges | ApiVersionsResponse,
+              cap: Mapping[int, int] | None = None) -> dict[int, int]:
     """Map each API both sides speak to the highest version they share.
 
-    APIs the broker does not list, or whose ranges do not overlap, are left out. The caller
-    checks an ApiVersionsResponse's ``error_code`` first; only its ``api_keys`` are read here.
+    APIs the broker does not list, or whose ranges do not overlap, are left out. ``cap`` (an
+    ``api_version`` pin: ``releases.caps``) lowers each API's highest version to the one the
+    pinned release speaks and leaves out the APIs that release lacks. The caller checks an
+    ApiVersionsResponse's ``error_code`` first; only its ``api_keys`` are read here.
     """
     broker = _ranges(broker_ranges)
     chosen: dict[int, int] = {}
     for key, client in CLIENT_VERSIONS.items():
         theirs = broker.get(key)
-        if theirs is not None and (version := _shared(client, theirs)) is not None:
+        if theirs is None:
+            continue
+        if cap is not None:
+            highest = cap.get(key)
+            if highest is None:
+                continue
+            client = (client[0], min(client[1], highest))
+        if (version := _shared(client, theirs)) is not None:
             chosen[key] = version
     return chosen
 

@@ -10,7 +10,7 @@ import attrs
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from groupkit.errors import FieldVersionError
+from groupkit.errors import FeatureUnsupportedError, FieldVersionError
 from groupkit.protocol.registry import load_all
 from groupkit.protocol.schema import Message
 from tests.protocol import strategies as gs
@@ -85,6 +85,12 @@ def test_field_absent_from_version(cls: type[Message], version: int, owner: type
     elif adapted is not msg and owner is cls:
         assert getattr(adapted, name) == getattr(baseline, name)
         assert cls.decode(msg.encode(version), version) == adapted
+    elif spec.feature is not None and spec.versions is not None and version < spec.versions[0]:
+        # A field that is a feature: the error names it and the release that has it.
+        with pytest.raises(FeatureUnsupportedError, match=name) as raised:
+            msg.encode(version)
+        assert raised.value.feature == spec.feature
+        assert raised.value.release is not None and raised.value.release in str(raised.value)
     else:
         with pytest.raises(FieldVersionError, match=name):
             msg.encode(version)

@@ -54,7 +54,8 @@ class CreateTopicsRequestTopic(Struct):
 class CreateTopicsRequest(Request):
     topics: list[CreateTopicsRequestTopic] = f(Array(CreateTopicsRequestTopic))
     timeout_ms: int = f(INT32, default=60000)
-    validate_only: bool = f(BOOL, versions="1+", default=False)
+    validate_only: bool = f(BOOL, versions="1+", default=False,
+                            feature="validate-only topic creation (validate_only)")
 
 
 @struct

@@ -26,7 +26,8 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 @message(api_key=ApiKey.DESCRIBE_GROUPS, versions="0-5", flexible="5+")
 class DescribeGroupsRequest(Request):
     groups: list[str] = f(Array(STRING))
-    include_authorized_operations: bool = f(BOOL, versions="3+")
+    include_authorized_operations: bool = f(
+        BOOL, versions="3+", feature="authorized operations (include_authorized_operations)")
 
 
 @struct

@@ -37,7 +37,7 @@ class FindCoordinatorRequest(Request):
     builder, encoding moves a single key into the shape the version carries."""
 
     key: str = f(STRING, versions="0-3")
-    key_type: int = f(INT8, versions="1+")
+    key_type: int = f(INT8, versions="1+", feature="a transaction coordinator (key_type)")
     coordinator_keys: list[str] = f(Array(STRING), versions="4+")
 
     def for_version(self, version: int) -> FindCoordinatorRequest:

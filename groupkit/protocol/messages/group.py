@@ -26,6 +26,10 @@ from groupkit.protocol.schema import (
     struct,
 )
 
+#: What ``group_instance_id`` asks of the broker (KIP-345); Java's JoinGroupRequest.Builder
+#: refuses it below v5 in the same words.
+_STATIC = "static membership (group_instance_id)"
+
 # --- JoinGroup ---------------------------------------------------------------------------------
 
 
@@ -41,7 +45,8 @@ class JoinGroupRequest(Request):
     session_timeout_ms: int = f(INT32)
     rebalance_timeout_ms: int = f(INT32, versions="1+", default=-1, ignorable=True)
     member_id: str = f(STRING)
-    group_instance_id: str | None = f(STRING, versions="5+", nullable="5+", default=None)
+    group_instance_id: str | None = f(STRING, versions="5+", nullable="5+", default=None,
+                                      feature=_STATIC)
     protocol_type: str = f(STRING)
     protocols: list[JoinGroupRequestProtocol] = f(Array(JoinGroupRequestProtocol))
     reason: str | None = f(STRING, versions="8+", nullable="8+", default=None, ignorable=True)
@@ -85,7 +90,8 @@ class SyncGroupRequest(Request):
     group_id: str = f(STRING)
     generation_id: int = f(INT32)
     member_id: str = f(STRING)
-    group_instance_id: str | None = f(STRING, versions="3+", nullable="3+", default=None)
+    group_instance_id: str | None = f(STRING, versions="3+", nullable="3+", default=None,
+                                      feature=_STATIC)
     protocol_type: str | None = f(
         STRING, versions="5+", nullable="5+", default=None, ignorable=True)
     protocol_name: str | None = f(
@@ -114,7 +120,8 @@ class HeartbeatRequest(Request):
     group_id: str = f(STRING)
     generation_id: int = f(INT32)
     member_id: str = f(STRING)
-    group_instance_id: str | None = f(STRING, versions="3+", nullable="3+", default=None)
+    group_instance_id: str | None = f(STRING, versions="3+", nullable="3+", default=None,
+                                      feature=_STATIC)
 
 
 @message(api_key=ApiKey.HEARTBEAT, versions="0-4", flexible="4+")

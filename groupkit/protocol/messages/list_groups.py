@@ -20,8 +20,10 @@ from groupkit.protocol.schema import (
 
 @message(api_key=ApiKey.LIST_GROUPS, versions="0-5", flexible="3+")
 class ListGroupsRequest(Request):
-    states_filter: list[str] = f(Array(STRING), versions="4+")
-    types_filter: list[str] = f(Array(STRING), versions="5+")
+    states_filter: list[str] = f(Array(STRING), versions="4+",
+                                 feature="listing groups by state (states_filter)")
+    types_filter: list[str] = f(Array(STRING), versions="5+",
+                                feature="listing groups by type (types_filter)")
 
 
 @struct

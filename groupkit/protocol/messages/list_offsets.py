@@ -23,12 +23,23 @@ from groupkit.protocol.schema import (
     message,
     pair,
     struct,
+    too_old,
 )
 
 #: Special ``timestamp`` values of a request partition.
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+#: The lowest version that can ask for a timestamp (Java's ListOffsetsRequest.Builder picks
+#: its minimum version the same way): v0 answers another question for a real timestamp
+#: (offsets of the segments before it), and the special values below -2 came later.
+_NEEDS = {MAX_TIMESTAMP: (7, "the offset of the largest timestamp (MAX_TIMESTAMP)"),
+          EARLIEST_LOCAL_TIMESTAMP: (8, "the earliest local offset (EARLIEST_LOCAL_TIMESTAMP)"),
+          LATEST_TIERED_TIMESTAMP: (9, "the latest tiered offset (LATEST_TIERED_TIMESTAMP)")}
+_FOR_A_TIMESTAMP = (1, "offsets for a timestamp")
 
 
 @struct
@@ -48,8 +59,21 @@ class ListOffsetsRequestTopic(Struct):
 @message(api_key=ApiKey.LIST_OFFSETS, versions="0-9", flexible="6+")
 class ListOffsetsRequest(Request):
     replica_id: int = f(INT32)
-    isolation_level: int = f(INT8, versions="2+")
+    isolation_level: int = f(INT8, versions="2+", feature="read_committed offsets (isolation_level)")
     topics: list[ListOffsetsRequestTopic] = f(Array(ListOffsetsRequestTopic))
+
+    def check_timestamps(self, version: int) -> None:
+        """Refuse a timestamp ``version`` would answer another question for, as Java's
+        ListOffsetsRequest.Builder (which picks its lowest version by them) does: the error
+        names the release that has it. Not part of encoding: v0 with a timestamp is a valid
+        request, only not the lookup a caller of ``timestamp`` means."""
+        for topic in self.topics:
+            for p in topic.partitions:
+                if p.timestamp in (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP):
+                    continue
+                since, feature = _NEEDS.get(p.timestamp, _FOR_A_TIMESTAMP)
+                if version < since:
+                    raise too_old(type(self), version, feature, since)
 
 
 @struct

@@ -40,9 +40,13 @@ class MetadataRequestTopic(Struct):
 class MetadataRequest(Request):
     topics: list[MetadataRequestTopic] | None = f(
         Array(MetadataRequestTopic), nullable="1+", default=[])
-    allow_auto_topic_creation: bool = f(BOOL, versions="4+", default=True)
-    include_cluster_authorized_operations: bool = f(BOOL, versions="8-10")
-    include_topic_authorized_operations: bool = f(BOOL, versions="8+")
+    allow_auto_topic_creation: bool = f(
+        BOOL, versions="4+", default=True,
+        feature="metadata without topic auto-creation (allow_auto_topic_creation=False)")
+    include_cluster_authorized_operations: bool = f(
+        BOOL, versions="8-10", feature="authorized operations (include_cluster_authorized_operations)")
+    include_topic_authorized_operations: bool = f(
+        BOOL, versions="8+", feature="authorized operations (include_topic_authorized_operations)")
 
 
 @struct

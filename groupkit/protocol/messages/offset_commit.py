@@ -44,7 +44,8 @@ class OffsetCommitRequest(Request):
     group_id: str = f(STRING)
     generation_id_or_member_epoch: int = f(INT32, versions="1+", default=-1, ignorable=True)
     member_id: str = f(STRING, versions="1+", ignorable=True)
-    group_instance_id: str | None = f(STRING, versions="7+", nullable="7+", default=None)
+    group_instance_id: str | None = f(STRING, versions="7+", nullable="7+", default=None,
+                                      feature="static membership (group_instance_id)")
     retention_time_ms: int = f(INT64, versions="2-4", default=-1, ignorable=True)
     topics: list[OffsetCommitRequestTopic] = f(Array(OffsetCommitRequestTopic))
 

@@ -8,6 +8,8 @@ member id and epoch of each group.
 
 from __future__ import annotations
 
+import attrs
+
 from groupkit.errors import ApiKey
 from groupkit.protocol.schema import (
     BOOL,
@@ -24,6 +26,9 @@ from groupkit.protocol.schema import (
     pair,
     struct,
 )
+
+#: The first version that carries ``require_stable`` (KIP-447, Kafka 2.5).
+_REQUIRE_STABLE = 7
 
 
 @struct
@@ -58,6 +63,14 @@ class OffsetFetchRequest(Request):
         Array(OffsetFetchRequestTopic), versions="0-7", nullable="2-7", default=[])
     groups: list[OffsetFetchRequestGroup] = f(Array(OffsetFetchRequestGroup), versions="8+")
     require_stable: bool = f(BOOL, versions="7+", default=False)
+
+    def for_version(self, version: int) -> OffsetFetchRequest:
+        """Below v7 ``require_stable`` is dropped, as the Java consumer's
+        OffsetFetchRequest.Builder drops it (throwOnFetchStableOffsetsUnsupported is false but
+        for exactly-once processing, whose caller checks the version itself)."""
+        if version < _REQUIRE_STABLE and self.require_stable:
+            return attrs.evolve(self, require_stable=False)
+        return self
 
 
 @struct

@@ -40,7 +40,8 @@ class ProduceRequestTopic(Struct):
 
 @message(api_key=ApiKey.PRODUCE, versions="0-11", flexible="9+")
 class ProduceRequest(Request):
-    transactional_id: str | None = f(STRING, versions="3+", nullable="3+", default=None)
+    transactional_id: str | None = f(STRING, versions="3+", nullable="3+", default=None,
+                                     feature="transactions (transactional_id)")
     acks: int = f(INT16)
     timeout_ms: int = f(INT32)
     topic_data: list[ProduceRequestTopic] = f(Array(ProduceRequestTopic))
