@@ -168,8 +168,8 @@ class Admin:
         if not names:
             raise ConfigError("delete_topics needs at least one topic name")
         node = self._controller(deadline)
-        version = self._cluster.api_version(node, ApiKey.DELETE_TOPICS, deadline)
-        if version is not None and version >= _TOPICS_BY_ID_VERSION:
+        version = self._cluster.require_version(node, ApiKey.DELETE_TOPICS, deadline)
+        if version >= _TOPICS_BY_ID_VERSION:
             request = DeleteTopicsRequest(topics=[DeleteTopicsRequestTopic(name=n) for n in names],
                                           timeout_ms=self.config.request_timeout_ms)
         else:
@@ -313,7 +313,7 @@ class Admin:
             for tp in partitions:
                 wanted[tp.topic].append(tp.partition)
         node = self._cluster.coordinator(group_id, deadline=deadline)
-        version = self._cluster.api_version(node, ApiKey.OFFSET_FETCH, deadline) or 0
+        version = self._cluster.require_version(node, ApiKey.OFFSET_FETCH, deadline)
         if version >= _GROUPS_ARRAY_VERSION:
             def build(groups: list[str]) -> Request:
                 topics = None if wanted is None else [
@@ -389,7 +389,8 @@ class Admin:
         Java's ``deleteConsumerGroupOffsets`` does.
 
         The coordinator refuses partitions of topics the group's members still subscribe to
-        (GroupSubscribedToTopicError). Brokers without the API raise UnsupportedVersionError.
+        (GroupSubscribedToTopicError). Brokers without the API (before Kafka 2.4) raise
+        FeatureUnsupportedError.
         """
         deadline = self._deadline(timeout)
         by_topic: dict[str, list[OffsetDeleteRequestPartition]] = collections.defaultdict(list)
@@ -567,10 +568,20 @@ class Admin:
                 continue
             by_leader[leader][tp.topic].append(ListOffsetsRequestPartition(
                 partition_index=tp.partition, timestamp=timestamp))
-        futures = {node: self._cluster.send(node, ListOffsetsRequest(
-            replica_id=-1, topics=[ListOffsetsRequestTopic(name=t, partitions=p)
-                                   for t, p in topics.items()]), deadline=deadline)
-            for node, topics in by_leader.items()}
+        futures = {}
+        for node, topics in by_leader.items():
+            request = ListOffsetsRequest(replica_id=-1, topics=[
+                ListOffsetsRequestTopic(name=t, partitions=p) for t, p in topics.items()])
+            try:
+                version = self._cluster.require_version(node, ApiKey.LIST_OFFSETS, deadline)
+            except (KafkaConnectionError, RequestTimeoutError) as exc:
+                last = exc
+                retry += [TopicPartition(t, p.partition_index)
+                          for t, parts in topics.items() for p in parts]
+                continue
+            request.check_timestamps(version)
+            futures[node] = self._cluster.send(node, request, version=version,
+                                               deadline=deadline)
         for node, future in futures.items():
             try:
                 response = self._cluster.answer(future, deadline, f"ListOffsets to node {node}")

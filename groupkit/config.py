@@ -63,6 +63,13 @@ def _required_text(_: Any, a: attrs.Attribute, value: Any) -> None:
         raise ConfigError(f"{a.name} is required: a non-empty string, not {value!r}")
 
 
+def _api_version(_: Any, a: attrs.Attribute, value: Any) -> None:
+    if value != "auto":  # a pin: the release table is loaded only for one
+        from groupkit.protocol.releases import check
+
+        check(value, a.name)
+
+
 def parse_bootstrap(value: Any) -> tuple[tuple[str, int], ...]:
     """Turn "h1:9092,h2:9092" or ["h1:9092", ("h2", 9092)] into ((host, port), ...)."""
     items = value.split(",") if isinstance(value, str) else list(value or ())
@@ -112,6 +119,10 @@ class ClientConfig:
     ssl_keyfile: str | None = attrs.field(default=None, validator=_optional_text)
     ssl_password: str | None = attrs.field(default=None, repr=False, validator=_optional_text)
     ssl_check_hostname: bool = attrs.field(default=True, validator=_flag)
+    #: "auto" negotiates each connection's API versions with ApiVersions; a Kafka release
+    #: ("2.3", "3.9") also caps each API at the versions that release speaks (kafka-python's
+    #: and aiokafka's setting; Java has none). See groupkit/protocol/releases.py.
+    api_version: str = attrs.field(default="auto", validator=_api_version)
 
     def __attrs_post_init__(self) -> None:
         if self.reconnect_backoff_max_ms < self.reconnect_backoff_ms:

@@ -59,7 +59,11 @@ def connection_options() -> argparse.ArgumentParser:
     parent.add_argument("--command-config", metavar="FILE",
                         help="Java-style properties for the connection: security.protocol,"
                              " sasl.mechanism, sasl.jaas.config, ssl.* (PEM files), client.id,"
-                             " request.timeout.ms")
+                             " request.timeout.ms, api.version")
+    parent.add_argument("--api-version", metavar="RELEASE",
+                        help="the brokers' Kafka release (e.g. 2.3): cap every API at the"
+                             " versions it speaks, for brokers that advertise versions they"
+                             " cannot serve (default: auto, negotiated per connection)")
     parent.add_argument("--timeout", type=int, metavar="MS",
                         help="how long each call may wait for the brokers, in ms (default:"
                              " 60000 per call, 30000 per request, or default.api.timeout.ms and"
@@ -86,6 +90,9 @@ def admin_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"give the brokers with --bootstrap-server HOST:PORT or set"
                          f" {BOOTSTRAP_ENV}")
     settings["bootstrap_servers"] = bootstrap
+    pin = getattr(args, "api_version", None)  # namespaces made by hand may lack it
+    if pin is not None:
+        settings["api_version"] = pin
     if args.timeout is not None:
         if args.timeout < 1:
             raise UsageError(f"--timeout takes milliseconds > 0, not {args.timeout}")

@@ -31,6 +31,8 @@ _DIRECT = {
     "ssl.certificate.location": "ssl_certfile",
     "ssl.key.location": "ssl_keyfile",
     "ssl.key.password": "ssl_password",
+    # Not a Java client property (Java has no pin): groupkit's api_version, dotted.
+    "api.version": "api_version",
 }
 _INTEGERS = {
     "request.timeout.ms": "request_timeout_ms",

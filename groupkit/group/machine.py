@@ -17,7 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from groupkit.errors import CommitFailedError, IllegalStateError
+from groupkit.errors import (
+    CommitFailedError,
+    FieldVersionError,
+    IllegalStateError,
+    UnsupportedVersionError,
+)
 from groupkit.group import requests
 from groupkit.group.error_actions import Api
 from groupkit.group.membership import InFlight
@@ -237,7 +242,13 @@ class GroupMachine(AnsweringMember):
             self._request_deadline = None
         elif token == self._heartbeat:
             self._heartbeat = None
-        if req.kind is RequestKind.FIND:
+        if isinstance(error, UnsupportedVersionError | FieldVersionError) \
+                and req.kind is not RequestKind.LEAVE:
+            # The request cannot be sent or served at this version: every retry would fail
+            # alike, so the member stops with the error that says why (as Java's coordinator
+            # raises an UnsupportedVersionException from poll()).
+            self._fail(error)
+        elif req.kind is RequestKind.FIND:
             self._back_off(now)
         elif req.kind is RequestKind.LEAVE:
             if req.closing and self._state is S.LEAVING:

@@ -131,7 +131,7 @@ class Cluster:
             reconnect_backoff_ms=max(1, c.reconnect_backoff_ms),
             reconnect_backoff_max_ms=max(1, c.reconnect_backoff_max_ms),
             max_frame_size=c.max_frame_size, tls=tls, sasl=sasl, hooks=self.hooks,
-            reachability=self.reachability)
+            reachability=self.reachability, api_version=c.api_version)
 
     def connection(self, node_id: int, purpose: str = DEFAULT) -> BrokerConnection:
         """The pooled connection to ``node_id`` for ``purpose`` (made on first use)."""
@@ -223,6 +223,14 @@ class Cluster:
             raise
         return conn.versions.get(api_key)
 
+    def require_version(self, node_id: int, api_key: int, deadline: float | None = None) -> int:
+        """``api_version`` for an API the caller cannot do without: FeatureUnsupportedError
+        (naming the Kafka release that has the API) when the broker or the pin lacks it."""
+        version = self.api_version(node_id, api_key, deadline)
+        if version is None:
+            raise self.connection(node_id).missing(api_key)
+        return version
+
     # --- metadata ------------------------------------------------------------------------------
 
     def bootstrap(self, timeout_ms: int | None = None,
@@ -257,9 +265,11 @@ class Cluster:
             " bootstrap_servers, that the brokers run and that this host can reach them")
 
     def _metadata_request(self, topics: list[str] | None) -> MetadataRequest:
+        # An all-topics request names no topic to create, so it keeps the flag's default, as
+        # Java's MetadataRequest.Builder.allTopics() does: then it encodes below v4 too.
         return MetadataRequest(
             topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
-            allow_auto_topic_creation=self.allow_auto_topic_creation)
+            allow_auto_topic_creation=topics is None or self.allow_auto_topic_creation)
 
     def _install(self, response: MetadataResponse, asked: list[str] | None) -> None:
         fresh = ClusterMetadata.from_response(response)

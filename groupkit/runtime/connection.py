@@ -38,14 +38,17 @@ from groupkit.errors import (
     ConfigError,
     CorruptFrame,
     ErrorCode,
+    FeatureUnsupportedError,
     GroupkitError,
     KafkaConnectionError,
     NegotiationError,
+    RequestDroppedError,
     RequestTimeoutError,
     UnsupportedVersionError,
     check_error,
 )
 from groupkit.group.backoff import Backoff
+from groupkit.protocol import releases
 from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder
 from groupkit.protocol.headers import (
     decode_response_frame,
@@ -54,8 +57,9 @@ from groupkit.protocol.headers import (
     set_request_correlation_id,
 )
 from groupkit.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from groupkit.protocol.registry import REQUESTS
 from groupkit.protocol.schema import Request, Response
-from groupkit.protocol.versions import negotiate
+from groupkit.protocol.versions import CLIENT_VERSIONS, negotiate
 from groupkit.runtime.reachability import Reachability
 from groupkit.runtime.reply import Reply
 from groupkit.runtime.tls import TlsConfig
@@ -76,6 +80,9 @@ _RECV_BYTES = 256 * 1024
 #: answers up to it for a repeat of the same answer (``_decode_repeat``).
 _REPEAT_FRAME_BYTES = 16 * 1024
 _PRODUCE = int(ApiKey.PRODUCE)
+#: How many times in a row a broker may close the connection right after the same request at
+#: the same version before that version is taken as one it cannot serve (``_dropped``).
+_DROPS_TO_GIVE_UP = 3
 
 
 @attrs.define(eq=False)
@@ -116,6 +123,10 @@ class _Link:
     #: The last answer to a repeated request: (api key, version, frame after the correlation
     #: id, decoded response).
     last_answer: tuple[int, int, bytes, Response] | None = None
+    #: Whether any request after the handshake was answered on this socket (see ``_dropped``).
+    answered: bool = False
+    #: API key -> the (lowest, highest) version the broker listed in ApiVersions.
+    advertised: dict[int, tuple[int, int]] = attrs.field(factory=dict)
 
 
 @attrs.define(eq=False)
@@ -139,6 +150,8 @@ class BrokerConnection:
     hooks: Sequence[Hook] = attrs.field(default=(), repr=False)
     #: Logs outages once per broker for all connections of a client (see reachability.py).
     reachability: Reachability | None = attrs.field(default=None, repr=False)
+    #: "auto", or a Kafka release whose API versions cap the negotiated ones (releases.py).
+    api_version: str = releases.AUTO
     jitter: Callable[[], float] = attrs.field(default=random.random, repr=False)
     _link: _Link | None = attrs.field(default=None, init=False, repr=False)
     _state_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
@@ -156,8 +169,15 @@ class BrokerConnection:
     _down_since: float = attrs.field(default=0.0, init=False, repr=False)
     _last_error: str = attrs.field(default="", init=False, repr=False)
     _closed: bool = attrs.field(default=False, init=False, repr=False)
+    _cap: dict[int, int] | None = attrs.field(default=None, init=False, repr=False)
+    #: The (api key, version) the broker last closed the connection right after, and how many
+    #: times in a row (``_dropped``).
+    _drops: tuple[tuple[int, int], int] | None = attrs.field(default=None, init=False,
+                                                             repr=False)
 
     def __attrs_post_init__(self) -> None:
+        if self.api_version != releases.AUTO:
+            self._cap = releases.caps(releases.check(self.api_version))
         for name in ("request_timeout_ms", "connect_timeout_ms", "reconnect_backoff_ms",
                      "reconnect_backoff_max_ms", "max_frame_size"):
             if getattr(self, name) <= 0:
@@ -183,6 +203,36 @@ class BrokerConnection:
         """API key -> the version negotiated on the current socket (empty when disconnected)."""
         link = self._link
         return dict(link.versions) if link is not None else {}
+
+    def missing(self, api_key: int) -> UnsupportedVersionError:
+        """Why no version of ``api_key`` can be sent on this connection (it is connected): the
+        broker lacks the API (FeatureUnsupportedError naming the release that has it), the
+        ``api_version`` pin names a release without it (the same), or the broker's versions
+        and groupkit's do not meet."""
+        link = self._link
+        advertised = link.advertised if link is not None else {}
+        api = _api_name(api_key)
+        release = releases.first_release(api_key)
+        since = f"Kafka {release} and newer have it" if release else \
+            "no Kafka release groupkit knows has it"
+        if self._cap is not None and api_key not in self._cap:
+            return FeatureUnsupportedError(
+                f"api_version={self.api_version!r} pins a Kafka release without {api} (API key"
+                f" {api_key}); {since}.", feature=api, release=release)
+        theirs = advertised.get(api_key)
+        if theirs is None:
+            return FeatureUnsupportedError(
+                f"the broker at {self.address} does not offer {api} (API key {api_key});"
+                f" {since}.",
+                feature=api, release=release)
+        ours = CLIENT_VERSIONS.get(api_key, (0, -1))
+        if self._cap is not None:
+            ours = (ours[0], min(ours[1], self._cap[api_key]))
+        return UnsupportedVersionError(
+            f"{api} (API key {api_key}): the broker at {self.address} speaks versions"
+            f" {theirs[0]}-{theirs[1]}, groupkit {ours[0]}-{ours[1]}"
+            + (f" (capped by api_version={self.api_version!r})" if self._cap is not None else "")
+            + ", and they share none: upgrade the side that is older.")
 
     def in_flight(self) -> int:
         """How many requests are waiting for their response."""
@@ -238,6 +288,8 @@ class BrokerConnection:
         try:
             self._open(None if deadline is None else deadline - time.monotonic())
         except BaseException as exc:
+            if self._closed:
+                raise  # close() ended the attempt: the broker is not to blame
             self._failures += 1
             self._last_error = str(exc)
             now = time.monotonic()
@@ -322,6 +374,8 @@ class BrokerConnection:
         lowered to refused - 1, so the retries always end.
         """
         version = ApiVersionsRequest.MAX_VERSION
+        if self._cap is not None:
+            version = min(version, self._cap.get(ApiKey.API_VERSIONS, 0))
         while True:
             response = self._call(link, ApiVersionsRequest(), version, timeout)
             assert isinstance(response, ApiVersionsResponse)
@@ -337,7 +391,8 @@ class BrokerConnection:
                       lower)
             version = lower
         check_error(response.error_code)
-        return negotiate(response)
+        link.advertised = {a.api_key: (a.min_version, a.max_version) for a in response.api_keys}
+        return negotiate(response, self._cap)
 
     def _call(self, link: _Link, request: Request, version: int, timeout: float) -> Response:
         """Send one handshake request and wait for its answer (a decoding failure raises a
@@ -382,10 +437,7 @@ class BrokerConnection:
             if version is None:  # read here, not in a method: every heartbeat asks
                 version = link.versions.get(request.API_KEY)
                 if version is None:
-                    raise UnsupportedVersionError(
-                        f"the broker at {self.address} and groupkit share no version of "
-                        f"{type(request).__name__} (API key {request.API_KEY}); use a broker"
-                        " that has it")
+                    raise self.missing(request.API_KEY)
             if timeout_ms is None:
                 timeout = self.request_timeout_ms / 1000
             else:
@@ -482,12 +534,14 @@ class BrokerConnection:
                     n = link.sock.recv_into(room)
                     room.release()
                     if not n:
-                        raise KafkaConnectionError(f"{self.address} closed the connection")
+                        self._dropped(link, f"{self.address} closed the connection")
+                        return
                     frames = decoder.received(n)
                 else:
                     data = recv(_RECV_BYTES)
                     if not data:
-                        raise KafkaConnectionError(f"{self.address} closed the connection")
+                        self._dropped(link, f"{self.address} closed the connection")
+                        return
                     frames = decoder.feed(data)
                 for frame in frames:
                     # The answer to a repeated request (an idle fetch, a heartbeat) whose bytes
@@ -518,11 +572,45 @@ class BrokerConnection:
                     # Outside the lock: the future's callbacks may send (an idle fetch sends
                     # again).
                     head.future.set_result(response)
+                    if not head.handshake:
+                        link.answered = True
         except GroupkitError as exc:
             self._fail_link(link, exc)
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
+            self._dropped(link, f"the connection to {self.address} broke: {exc}")
+        except ValueError as exc:
             self._fail_link(link, KafkaConnectionError(
                 f"the connection to {self.address} broke: {exc}; the next send reconnects"))
+
+    def _dropped(self, link: _Link, reason: str) -> None:
+        """The broker closed ``link`` (or reset it). When it did so right after a request, before
+        answering anything on the link, that request's API and version are counted: the same
+        one dropped ``_DROPS_TO_GIVE_UP`` times in a row is a version the broker advertises but
+        cannot serve, and fails with RequestDroppedError naming the ``api_version`` pin that
+        avoids it (the caller raises it; a group member stops with it) instead of a reconnect
+        loop that would try it forever."""
+        with link.lock:
+            head = link.pending[0] if link.pending else None
+        if head is None or head.handshake or link.answered:
+            self._drops = None
+            self._fail_link(link, KafkaConnectionError(f"{reason}; the next send reconnects"))
+            return
+        api = head.response_cls.__name__.removesuffix("Response")
+        key = (head.api_key, head.version)
+        count = self._drops[1] + 1 if self._drops is not None and self._drops[0] == key else 1
+        self._drops = (key, count)
+        if count < _DROPS_TO_GIVE_UP:
+            self._fail_link(link, KafkaConnectionError(
+                f"{reason} right after {api} v{head.version}; the next send reconnects"))
+            return
+        pin = releases.newest_below(head.api_key, head.version)
+        example = f"api_version={pin!r}" if pin else "an api_version pin"
+        error = RequestDroppedError(
+            f"{self.address} closed the connection right after {api} v{head.version}, {count}"
+            f" times in a row, though it lists that version in ApiVersions: it cannot serve"
+            f" {api} v{head.version} (or refuses to read the request); try {example}"
+            + (f" (the newest release whose {api} stops below v{head.version})." if pin else "."))
+        self._fail_link(link, error, head)
 
     def _complete(self, link: _Link, frame: Frame) -> tuple[_Pending, Response] | None:
         """The oldest request in flight and its response decoded from ``frame``, taken off
@@ -542,9 +630,15 @@ class BrokerConnection:
             response = self._decode_repeat(link, frame, head) if head.repeat \
                 else _decode(frame, head)
         except CorruptFrame as exc:
-            if not head.handshake:
-                raise
             api = head.response_cls.__name__.removesuffix("Response")
+            if not head.handshake:
+                # The frame was whole, so the answer itself is bad: the request fails with
+                # what was wrong at once (a retry would get the same answer; Java's parse
+                # raises too), the others on the link as a lost connection.
+                self._fail_link(link, CorruptFrame(
+                    f"the {api} v{head.version} answer from {self.address} could not be read"
+                    f" ({exc}); the connection is closed"), head)
+                return None
             self._fail_link(link, NegotiationError(
                 f"the {api} v{head.version} reply from {self.address} could not be read"
                 f" during the connection handshake ({exc}); check that this address is a"
@@ -612,9 +706,13 @@ class BrokerConnection:
             if self._link is link:
                 self._link = None
         if not self._closed:
-            # An idle connection closed by the broker (connections.max.idle.ms) is routine.
-            log.log(logging.WARNING if waiters else logging.INFO,
-                    "connection to %s closed: %s", self.address, error)
+            if self.reachability is not None:
+                # Once per broker while it lasts; a reconnect that fails is the outage WARNING.
+                self.reachability.closed(self.address, str(error))
+            else:
+                # An idle connection closed by the broker (connections.max.idle.ms) is routine.
+                log.log(logging.WARNING if waiters else logging.INFO,
+                        "connection to %s closed: %s", self.address, error)
             if link.versions and self.hooks:
                 # An established connection broke (a failed handshake is reported by connect).
                 from groupkit.hooks import BrokerUnreachable, emit
@@ -642,6 +740,17 @@ class BrokerConnection:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _api_name(api_key: int) -> str:
+    """``OffsetDelete`` for key 47: the request class's name, else the ApiKey member's."""
+    cls = REQUESTS.get(api_key)
+    if cls is not None:
+        return cls.__name__.removesuffix("Request")
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"API {api_key}"
 
 
 def _decode(frame: Frame, pending: _Pending) -> Response:

@@ -136,9 +136,7 @@ class OffsetStore:
         # The coordinator lookup and the connect spend this call's deadline, as
         # ConsumerCoordinator.fetchCommittedOffsets(partitions, timer) does in the Java client.
         node = self.cluster.coordinator(self.group_id, deadline=deadline)
-        version = self.cluster.api_version(node, ApiKey.OFFSET_FETCH, deadline)
-        if version is None:
-            raise GroupkitError("the coordinator does not offer OffsetFetch; use a newer broker")
+        version = self.cluster.require_version(node, ApiKey.OFFSET_FETCH, deadline)
         topics = _by_topic(wanted)
         if version >= 8:
             request = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(

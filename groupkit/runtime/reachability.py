@@ -4,6 +4,10 @@
 Shared by every connection of one client (bootstrap connections included), so an outage is
 reported once per broker address however many sockets retry it, the way the Java client's
 NetworkClient logs a broker "may not be available" once per disconnect rather than per poll.
+An established connection that closes is an INFO line (Java's "Node N disconnected"), at most
+one per broker every ``repeat_s``: a broker that closes connection after connection (one that
+drops a request it cannot serve, a flapping listener) does not fill the log; the reconnect that
+fails, if any, is the outage's WARNING.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ class Reachability:
     repeat_s: float = 30.0
     clock: Callable[[], float] = time.monotonic
     _outages: dict[str, _Outage] = attrs.field(factory=dict, init=False)
+    #: When a closed connection to each address was last logged at INFO.
+    _closed_logged: dict[str, float] = attrs.field(factory=dict, init=False)
     _answered: bool = attrs.field(default=False, init=False)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)
 
@@ -71,6 +77,18 @@ class Reachability:
         else:
             log.warning("broker %s is still unreachable after %d attempts over %.0f s: %s",
                         address, attempts, now - since, error)
+
+    def closed(self, address: str, error: str) -> None:
+        """An established connection to ``address`` closed (the broker, the network or a
+        failed request closed it)."""
+        now = self.clock()
+        with self._lock:
+            last = self._closed_logged.get(address)
+            quiet = last is not None and now - last < self.repeat_s
+            if not quiet:
+                self._closed_logged[address] = now
+        log.log(logging.DEBUG if quiet else logging.INFO, "connection to %s closed: %s",
+                address, error)
 
     def connected(self, address: str) -> None:
         """A connection to ``address`` completed its handshake."""

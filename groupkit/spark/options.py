@@ -81,6 +81,10 @@ def _setting_value(field: str, value: str) -> Any:
                               f" not {value!r}") from None
     if field in ("check_crcs", "ssl_check_hostname", "allow_auto_create_topics"):
         return _flag(f"kafka.{field.replace('_', '.')}", value)
+    if field == "api_version":
+        from groupkit.protocol.releases import check
+
+        return check(value, "option kafka.api.version")
     return value
 
 

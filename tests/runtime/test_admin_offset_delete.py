@@ -15,9 +15,9 @@ from groupkit.admin import Admin
 from groupkit.errors import (
     ApiKey,
     ErrorCode,
+    FeatureUnsupportedError,
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
-    UnsupportedVersionError,
 )
 from groupkit.protocol.headers import RequestHeader
 from groupkit.protocol.versions import CLIENT_VERSIONS
@@ -95,6 +95,6 @@ def test_a_broker_without_offset_delete_raises_unsupported_version(cluster) -> N
     versions = {k: v for k, v in CLIENT_VERSIONS.items() if k != OFFSET_DELETE}
     fake = cluster(lambda header, frame: b"", versions)
     with Admin(bootstrap_servers=fake.bootstrap_servers) as admin, \
-            pytest.raises(UnsupportedVersionError, match="OffsetDeleteRequest"):
+            pytest.raises(FeatureUnsupportedError, match=r"OffsetDelete \(API key 47\).*Kafka 2\.4"):
         admin.delete_consumer_group_offsets("g1", [TopicPartition("orders", 0)])
     assert fake.scripted == []

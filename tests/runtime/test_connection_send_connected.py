@@ -71,5 +71,5 @@ def test_a_send_of_an_api_the_broker_lacks_fails_naming_it() -> None:
     finally:
         broker.close()
     assert isinstance(error, UnsupportedVersionError)
-    assert "HeartbeatRequest (API key 12)" in str(error)
+    assert "Heartbeat (API key 12)" in str(error)
     assert [h.api_key for h in broker.received] == [ApiKey.API_VERSIONS]

@@ -85,8 +85,8 @@ class Member(threading.Thread):
     client: ClassVar[str] = ""
 
     def __init__(self, bootstrap: str, group: str, topics: list[str], strategy: str | None,
-                 client_id: str, *, auto_commit: bool = False, board: Board | None = None
-                 ) -> None:
+                 client_id: str, *, auto_commit: bool = False, board: Board | None = None,
+                 settings: Mapping[str, Any] | None = None) -> None:
         super().__init__(daemon=True, name=client_id)
         offered = STRATEGIES.get(self.client)
         if offered is not None and strategy is not None and strategy not in offered:
@@ -94,6 +94,9 @@ class Member(threading.Thread):
         self.bootstrap, self.group, self.topics = bootstrap, group, topics
         self.strategy, self.client_id, self.auto_commit = strategy, client_id, auto_commit
         self.board = board
+        #: More settings, in the client's own spelling: {"api_version": "2.3"} for groupkit,
+        #: {"session.timeout.ms": 3000} for confluent-kafka (the other peers take none).
+        self.settings = dict(settings or {})
         self.values: list[bytes | None] = []
         self.owned: set[TopicPartition] = set()
         self.led = 0
@@ -172,8 +175,7 @@ class GroupkitMember(Member):
                             client_id=self.client_id, auto_offset_reset="earliest",
                             enable_auto_commit=self.auto_commit,
                             assignors=[_CountingAssignor(lookup(n), self) for n in names],
-                            session_timeout_ms=SESSION_TIMEOUT_MS,
-                            heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS)
+                            **{**FAST_GROUP, **self.settings})
         try:
             consumer.subscribe(self.topics)
             while not self.stopping.is_set():
@@ -293,6 +295,7 @@ class ConfluentMember(Member):
             "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS, "debug": "cgrp"}
         if self.strategy is not None:
             config["partition.assignment.strategy"] = self.strategy
+        config.update(self.settings)
         consumer = confluent_kafka.Consumer(config, logger=log)
 
         def report(kind: str) -> Any:
