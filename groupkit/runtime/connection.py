@@ -57,7 +57,7 @@ from groupkit.protocol.headers import (
     set_request_correlation_id,
 )
 from groupkit.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from groupkit.protocol.registry import REQUESTS
+from groupkit.protocol.registry import request_class
 from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import CLIENT_VERSIONS, negotiate
 from groupkit.runtime.reachability import Reachability
@@ -744,9 +744,10 @@ class BrokerConnection:
 
 def _api_name(api_key: int) -> str:
     """``OffsetDelete`` for key 47: the request class's name, else the ApiKey member's."""
-    cls = REQUESTS.get(api_key)
-    if cls is not None:
-        return cls.__name__.removesuffix("Request")
+    try:
+        return request_class(api_key).__name__.removesuffix("Request")
+    except KeyError:
+        pass
     try:
         return ApiKey(api_key).name
     except ValueError:

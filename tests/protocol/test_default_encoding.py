@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from groupkit.protocol.registry import REQUESTS
+from groupkit.protocol.registry import load_all
 from groupkit.protocol.schema import Message
 
-CASES = [(cls, version) for request in sorted(REQUESTS.values(), key=lambda c: c.API_KEY)
+CASES = [(cls, version) for request in sorted(load_all().values(), key=lambda c: c.API_KEY)
          for cls in (request, request.Response)
          for version in range(cls.MIN_VERSION, cls.MAX_VERSION + 1)]
 
