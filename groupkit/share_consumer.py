@@ -119,6 +119,12 @@ class ShareConsumer:
         share consumer does not say). Other members may be given the same partitions."""
         return {TopicPartition(p.topic, p.partition) for p in self._named}
 
+    @property
+    def member_id(self) -> str | None:
+        """The member id this consumer made up for the share group (None before subscribe);
+        groupkit's addition, for logs and for telling members apart."""
+        return None if self._machine is None else self._machine.member_id
+
     def unsubscribe(self) -> None:
         """Leave the share group; the records this member holds are released."""
         with self._entered("unsubscribe"):

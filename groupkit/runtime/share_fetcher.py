@@ -196,7 +196,9 @@ class ShareFetcher:
                             self._buffer.appendleft(attrs.evolve(batch, records=[], index=0))
                             break
                         raise batch.error
-            if not self._buffer and not self._want:
+            if not self._buffer:
+                # Ring even when a round is already wanted: the fetcher may have passed it by
+                # while records were still buffered.
                 self._want = True
                 self._bell.ring()
         return out
@@ -361,6 +363,10 @@ class ShareFetcher:
                 if plan is not None:
                     plans.append(plan)
                     self._in_flight[node] = plan[0]
+            if any(flight.kind is _Kind.FETCH for flight, _ in plans):
+                # One round of fetches per poll that found nothing buffered (Java's
+                # ShareFetchEvent): nothing is acquired while the application is away.
+                self._want = False
             if self._closing and not self._in_flight and not any(
                     not s.is_new and not s.closing for s in self._sessions.values()):
                 self._closed.set()
@@ -411,6 +417,13 @@ class ShareFetcher:
             return self._flight(_Kind.FETCH, node, sent.token, sent.acks,
                                 {(p.topic_id, p.partition): p for p in partitions}, now, [],
                                 session.fetch(partitions, _batches(sent.acks), self.settings))
+        if ack_parts and not session.is_new:
+            # No fetch is going there now: the acknowledgements go on their own, so the
+            # records' locks are not held longer than the application took.
+            sent = self.ledger.take(ack_parts)
+            request = session.acknowledge(_batches(sent.acks))
+            assert request is not None
+            return self._flight(_Kind.ACK, node, sent.token, sent.acks, {}, now, [], request)
         return None
 
     def _flight(self, kind: _Kind, node: int, token: int,
@@ -482,6 +495,8 @@ class ShareFetcher:
                  flight.kind.value, node, error)
         self._acks_answered(node, flight.acks, wrapped, flight.tickets, now,
                             token=flight.token, sent_at=flight.sent_at)
+        if flight.kind is _Kind.FETCH:
+            self.ready()
 
     def _respond(self, flight: _InFlight, response: Any, now: float) -> None:
         node = flight.node
@@ -525,8 +540,8 @@ class ShareFetcher:
                     delivered |= self._records(p, part, now)
         self._acks_answered(node, flight.acks, None, flight.tickets, now, errors,
                             token=flight.token, sent_at=flight.sent_at)
-        if delivered:
-            self.ready()
+        if delivered or flight.kind is _Kind.FETCH:
+            self.ready()  # a waiting poll takes the records, or asks for the next round
 
     def _records(self, p: SharePartition, part: Any, now: float) -> bool:
         if part.error_code:
@@ -542,7 +557,6 @@ class ShareFetcher:
                                     self._lock_s, check_crcs=self.check_crcs)
             if got.batch.records or got.batch.error is not None:
                 self._buffer.append(got.batch)
-                self._want = False
         if self.hooks and (got.batch.records or got.gaps):
             emit(self.hooks, ShareRecordsAcquired(
                 self.group_id, p.topic, p.partition, len(got.batch.records),

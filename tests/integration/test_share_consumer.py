@@ -31,6 +31,7 @@ _names = itertools.count()
 def mock() -> Iterator[MockCluster]:
     # Heartbeats every 0.5 s (the mock's default is 5 s), so members hear of a join quickly.
     with MockCluster(share_heartbeat_interval_ms=500) as cluster:
+        cluster.warm_producer()  # before any member: see tests/support/mock_cluster.py
         yield cluster
 
 

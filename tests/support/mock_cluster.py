@@ -91,6 +91,7 @@ class MockCluster:
     _lib: ctypes.CDLL | None = attrs.field(default=None, init=False, repr=False)
     _handle: int | None = attrs.field(default=None, init=False, repr=False)
     _cluster: int | None = attrs.field(default=None, init=False, repr=False)
+    _producer: Any = attrs.field(default=None, init=False, repr=False)
 
     def start(self) -> MockCluster:
         lib = self._lib = _library()
@@ -150,16 +151,30 @@ class MockCluster:
 
     def produce(self, topic: str, values: Iterable[bytes], partitions: int = 4) -> int:
         """Write ``values`` round-robin over ``partitions`` partitions; how many."""
-        import confluent_kafka
-
-        producer = confluent_kafka.Producer({"bootstrap.servers": self.bootstrap_servers,
-                                             "linger.ms": 5})
+        producer = self.warm_producer()
         count = 0
         for count, value in enumerate(values, 1):
             producer.produce(topic, value=value, partition=count % partitions)
         if producer.flush(30):
             raise TimeoutError("the mock cluster did not take every record")
         return count
+
+    def warm_producer(self) -> Any:
+        """The one producer ``produce`` uses, started and settled. Start it before any share
+        member joins: a librdkafka client closes its bootstrap connections once it knows the
+        brokers, and on the mock a closing connection ends every share session on that
+        broker (the quirk above); so does a producer that goes away."""
+        import confluent_kafka
+
+        if self._producer is None:
+            producer = confluent_kafka.Producer({"bootstrap.servers": self.bootstrap_servers,
+                                                 "linger.ms": 5})
+            self.create_topic("warm-up", 1)
+            producer.produce("warm-up", value=b"warm-up")
+            if producer.flush(10):
+                raise TimeoutError("the mock cluster did not take the warm-up record")
+            self._producer = producer
+        return self._producer
 
     def share_consumer(self, group_id: str, client_id: str, **config: Any) -> Any:
         """A confluent-kafka ShareConsumer on this cluster."""
@@ -170,6 +185,9 @@ class MockCluster:
             "client.id": client_id, **config})
 
     def stop(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(5)
+            self._producer = None
         if self._lib is not None and self._handle is not None:
             self._lib.rd_kafka_destroy(self._handle)
         self._handle = self._cluster = None
