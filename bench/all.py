@@ -11,7 +11,8 @@ same run, then the sticky assignors at scale (bench/assignment.py: unequal subsc
 fresh, one member leaving a million-partition group; groupkit's pure Python path and
 kafka-python's sticky within a time limit beside them, the Java client's published figures
 printed under the table), and prints their rows as one table. A ratio above 1x favours
-groupkit. ``--quick`` runs smaller inputs and fewer rounds.
+groupkit. Last, idempotent produce and transactional read-process-write against
+confluent-kafka (bench/txn.py). ``--quick`` runs smaller inputs and fewer rounds.
 
     .venv/bin/python bench/all.py [--quick]
 """
@@ -27,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from assignors import sticky_loops as assignor_loops  # noqa: E402
-from bench import assignment, decode, first, group, produce  # noqa: E402
+from bench import assignment, decode, first, group, produce, txn  # noqa: E402
 from bench.table import print_rows  # noqa: E402
 from groupkit.protocol import native_available  # noqa: E402
 
@@ -57,6 +58,9 @@ def main() -> None:
     print(f"  first fresh done ({time.monotonic() - started:.0f} s)", flush=True)
     rows += assignment.rows(repeat=repeat, peer_limit=20.0 if args.quick else 60.0)
     print(f"  assignment done ({time.monotonic() - started:.0f} s)", flush=True)
+    # Idempotent produce and transactional read-process-write (bench/txn.py, issue 28).
+    rows += txn.measure(records // 3, records // 20, max(1, repeat - 1))
+    print(f"  txn done ({time.monotonic() - started:.0f} s)", flush=True)
     print_rows(rows)
     for case, figure in assignment.JAVA_PUBLISHED.items():
         print(f"Java, published ({case}): {figure}")
