@@ -282,19 +282,28 @@ class Consumer:
         """The member id the coordinator gave, once joined."""
         return self._runner.machine.member_id if self._runner is not None else None
 
-    def group_metadata(self) -> ConsumerGroupMetadata:
+    def group_metadata(self, *, current: bool = False) -> ConsumerGroupMetadata:
         """This member's group, generation, member id and instance id, for
         ``Producer.send_offsets_to_transaction`` (KIP-447): the coordinator refuses a
         transaction's offsets from a member that is no longer the one it names. Generation -1
-        and an empty member id before the member has joined (as Java's groupMetadata())."""
+        and an empty member id before the member has joined (as Java's groupMetadata()).
+
+        ``current=True`` (groupkit's addition) raises CommitFailedError instead when the member
+        is not in a settled generation (rebalancing, or out of the group): what the coordinator
+        would refuse, refused without the round trip, and on brokers that do not check."""
         group_id = self.config.group_id
         if group_id is None:
             raise IllegalStateError("group_metadata() needs a consumer with a group_id")
         runner = self._runner
+        if current and runner is None:
+            raise CommitFailedError("group_metadata(current=True): the consumer is not"
+                                    " subscribed, so it is in no group generation")
         if runner is not None:
             try:
                 fence = runner.commit_fence()
             except CommitFailedError:
+                if current:
+                    raise
                 # Rebalancing: the generation joined last, as Java's snapshot gives; the
                 # coordinator refuses it if the group has moved on.
                 machine = runner.machine

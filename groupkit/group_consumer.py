@@ -526,8 +526,11 @@ class GroupConsumer:
             if commit:
                 try:
                     if offsets:
-                        producer.send_offsets_to_transaction(offsets, consumer.group_metadata(),
-                                                             timeout)
+                        # current=True: a member the group has fenced out (a zombie woken
+                        # after its session) aborts here even where the broker does not
+                        # check the generation in TxnOffsetCommit (Tansu does not).
+                        producer.send_offsets_to_transaction(
+                            offsets, consumer.group_metadata(current=True), timeout)
                     producer.commit_transaction(timeout)
                     self._commits += 1
                 except (CommitFailedError, AbortableTransactionError) as exc:

@@ -100,3 +100,18 @@ class StallsAfter500(RecordingWorker):
     def stop(self) -> None:
         self.release.set()
         super().stop()
+
+
+class ExactlyOnceWorker(RecordingWorker):
+    """processing_guarantee="exactly_once_v2": writes "partition:offset" of each record to
+    "<topic>-out" (same partition), 20 ms per record so a poll's transaction is open most of
+    the time; the pool gives it the slot's stable transactional id."""
+
+    processing_guarantee = "exactly_once_v2"
+    max_poll_records = 50
+
+    def process(self, record: ConsumerRecord) -> None:
+        time.sleep(0.02)
+        super().process(record)
+        self.send(f"{record.topic}-out", b"%d:%d" % (record.partition, record.offset),
+                  partition=record.partition)
