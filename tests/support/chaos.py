@@ -45,14 +45,15 @@ MEMBER_SETTINGS: dict[str, Any] = {
 class Member:
     """A chaos_worker process; ``lines()`` reads what it logged so far."""
 
-    def __init__(self, tmp: Path, name: str, bootstrap: str, group: str, topic: str) -> None:
+    def __init__(self, tmp: Path, name: str, bootstrap: str, group: str, topic: str,
+                 settings: dict[str, Any] | None = None) -> None:
         self.name = name
         self.log = tmp / f"{name}.jsonl"
         self.stderr_path = tmp / f"{name}.stderr"
         with self.stderr_path.open("w") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tests.support.chaos_worker", str(self.log), bootstrap,
-                 group, topic, f"chaos-{name}", json.dumps(MEMBER_SETTINGS)],
+                 group, topic, f"chaos-{name}", json.dumps(settings or MEMBER_SETTINGS)],
                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=err,
                 stderr=subprocess.STDOUT)
 
