@@ -30,16 +30,6 @@ from groupkit.errors import (
 )
 from groupkit.protocol.messages.find_coordinator import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 from groupkit.protocol.messages.init_producer_id import InitProducerIdRequest
-from groupkit.protocol.messages.txn import (
-    CLIENT_MAX_ADD_PARTITIONS_VERSION,
-    AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnTopic,
-    EndTxnRequest,
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitRequestPartition,
-    TxnOffsetCommitRequestTopic,
-)
 from groupkit.protocol.schema import Request
 from groupkit.runtime.cluster import Cluster
 from groupkit.txn.error_actions import TxnAction
@@ -175,6 +165,14 @@ class TransactionClient:
     def add_partitions(self, deadline: float) -> None:
         """AddPartitionsToTxn for the partitions the open transaction sent to first (v0-v3,
         the client's form; v4+ is for brokers)."""
+        # The transaction APIs' schemas load when a transaction first needs one: an idempotent
+        # producer (the default) never sends them.
+        from groupkit.protocol.messages.txn import (
+            CLIENT_MAX_ADD_PARTITIONS_VERSION,
+            AddPartitionsToTxnRequest,
+            AddPartitionsToTxnTopic,
+        )
+
         assert self._txn_id is not None
         with self._lock:
             pending = set(self.manager.pending)
@@ -212,6 +210,13 @@ class TransactionClient:
                      group: ConsumerGroupMetadata, deadline: float) -> None:
         """AddOffsetsToTxn to the transaction coordinator, then TxnOffsetCommit (v3: fenced by
         the group generation and member, KIP-447) to the group coordinator."""
+        from groupkit.protocol.messages.txn import (
+            AddOffsetsToTxnRequest,
+            TxnOffsetCommitRequest,
+            TxnOffsetCommitRequestPartition,
+            TxnOffsetCommitRequestTopic,
+        )
+
         assert self._txn_id is not None
         txn_id = self._txn_id
         with self._lock:
@@ -253,6 +258,8 @@ class TransactionClient:
 
     def end_txn(self, commit: bool, deadline: float) -> None:
         """EndTxn: the coordinator writes the commit or abort markers."""
+        from groupkit.protocol.messages.txn import EndTxnRequest
+
         assert self._txn_id is not None
         txn_id = self._txn_id
         with self._lock:

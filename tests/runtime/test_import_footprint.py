@@ -48,20 +48,23 @@ def test_building_a_consumer_with_built_in_assignors_loads_none_of_them() -> Non
     assert loaded == ([] if native.available else ["crc32c"])
 
 
-#: What only a consumer uses: the assignors (the sticky ones' machinery too), the group machine
-#: and its tables, the hook events, the group and fetch schemas, the record readers, SASL.
-CONSUMER_ONLY = (
+#: What a Producer does not use: the assignors (the sticky ones' machinery too), the group machine
+#: and its tables, the hook events, the group and fetch schemas, the record readers, SASL; and
+#: the transaction APIs' schemas, which a producer that is not transactional never sends.
+NOT_FOR_A_PRODUCER = (
     "assignors", "assignors.sticky", "assignors.sticky_data", "assignors.registry",
     "groupkit.group.machine", "groupkit.group.states", "groupkit.group.consumer_protocol",
     "groupkit.hooks", "groupkit.protocol.messages.group", "groupkit.protocol.messages.fetch",
     "groupkit.protocol.messages.offset_commit", "groupkit.protocol.messages.offset_fetch",
     "groupkit.protocol.messages.list_offsets", "groupkit.protocol.records.reader",
     "groupkit.protocol.records.batch_read", "groupkit.runtime.sasl",
+    # What only a transactional producer sends (an idempotent one, the default, does not).
+    "groupkit.protocol.messages.txn",
 )
 
 
 @pytest.mark.broker
-def test_building_and_using_a_producer_loads_nothing_only_a_consumer_uses(
+def test_building_and_using_a_producer_loads_nothing_it_does_not_use(
         kafka_broker: LocalBroker) -> None:  # noqa: F811
     # groupkit.config once imported the assignors (and their sticky machinery) and the group
     # machine, and groupkit.protocol every API's schema: a fifth of a second before a send.
@@ -70,7 +73,7 @@ def test_building_and_using_a_producer_loads_nothing_only_a_consumer_uses(
         "from groupkit.producer import Producer\n"
         f"with Producer(bootstrap_servers={kafka_broker.bootstrap_servers!r}) as p:\n"
         "    p.send('footprint', b'v').result(30)\n"
-        f"print(json.dumps(sorted(m for m in {CONSUMER_ONLY!r} if m in sys.modules)))")
+        f"print(json.dumps(sorted(m for m in {NOT_FOR_A_PRODUCER!r} if m in sys.modules)))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=ROOT, timeout=60, env={**os.environ})
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
