@@ -29,6 +29,7 @@ from groupkit.errors import (
     RequestTimeoutError,
     TransactionAbortedError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
     error_for_code,
 )
 from groupkit.partitioner import StickyPartitioner, partition_for_key
@@ -487,6 +488,12 @@ class Producer:
             if need_add:
                 client.add_partitions(deadline)
             self._txn_retry_at = 0.0
+        except UnsupportedVersionError as exc:
+            # A broker (or api_version pin) without the API or version: retrying cannot help,
+            # so the producer fails, as Java's TxnRequestHandler makes a version mismatch fatal.
+            with self._lock:
+                txn.fatal(exc)
+            log.warning("producer: %s", exc)
         except GroupkitError as exc:
             log.warning("producer: %s", exc)
             self._txn_retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000

@@ -36,6 +36,7 @@ from groupkit.errors import (
     NotLeaderOrFollowerError,
     RequestTimeoutError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
     check_error,
     error_for_code,
 )
@@ -253,6 +254,8 @@ class Cluster:
             try:
                 response = conn.send(self._metadata_request(sorted(self._topics)),
                                      timeout_ms=max(1, int(left * 1000))).result(left + 1)
+            except UnsupportedVersionError:
+                raise  # the same request fails alike on every server: say why, not "none"
             except (GroupkitError, TimeoutError) as exc:
                 failures.append(f"{host}:{port}: {exc}")
                 continue
@@ -265,11 +268,11 @@ class Cluster:
             " bootstrap_servers, that the brokers run and that this host can reach them")
 
     def _metadata_request(self, topics: list[str] | None) -> MetadataRequest:
-        # An all-topics request names no topic to create, so it keeps the flag's default, as
-        # Java's MetadataRequest.Builder.allTopics() does: then it encodes below v4 too.
+        # A request for all topics or none names no topic to create, so it keeps the flag's
+        # default, as Java's MetadataRequest.Builder.allTopics() does: it encodes below v4 too.
         return MetadataRequest(
             topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
-            allow_auto_topic_creation=topics is None or self.allow_auto_topic_creation)
+            allow_auto_topic_creation=not topics or self.allow_auto_topic_creation)
 
     def _install(self, response: MetadataResponse, asked: list[str] | None) -> None:
         fresh = ClusterMetadata.from_response(response)

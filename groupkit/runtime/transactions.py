@@ -25,7 +25,6 @@ from groupkit.errors import (
     GroupkitError,
     KafkaConnectionError,
     RequestTimeoutError,
-    UnsupportedVersionError,
     error_for_code,
 )
 from groupkit.protocol.messages.find_coordinator import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
@@ -86,9 +85,9 @@ class TransactionClient:
                 if version is not None and max_version is not None:
                     version = min(version, max_version)
                 if version is None:
-                    raise UnsupportedVersionError(
-                        f"the broker (node {node}) does not speak {what} (API key {api_key});"
-                        " transactions need Apache Kafka 0.11 or later (KIP-98)")
+                    # FeatureUnsupportedError naming the release that has the API (0.11,
+                    # KIP-98), or why the versions do not meet.
+                    raise self._cluster.connection(node).missing(api_key)
                 request = build(version)
                 # api_version connected within the deadline; the answer is waited for within it.
                 response = self._cluster.answer(

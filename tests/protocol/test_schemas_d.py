@@ -252,7 +252,7 @@ def test_offset_fetch_single_group_form_is_refused_from_v8() -> None:
 def test_offset_fetch_null_topics_means_all_topics_only_from_v2() -> None:
     msg = OffsetFetchRequest(group_id="g", topics=None)
     assert_layout(msg, 2, s("g") + NULL_ARRAY, KpOffsetFetchRequest)
-    with pytest.raises(FieldVersionError):
+    with pytest.raises(FeatureUnsupportedError, match=r"all its partitions.*Kafka 0\.10\.2"):
         msg.encode(1)
 
 

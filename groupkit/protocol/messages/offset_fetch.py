@@ -25,10 +25,13 @@ from groupkit.protocol.schema import (
     message,
     pair,
     struct,
+    too_old,
 )
 
 #: The first version that carries ``require_stable`` (KIP-447, Kafka 2.5).
 _REQUIRE_STABLE = 7
+#: The first version where a null topic list asks for every partition (Kafka 0.10.2).
+_ALL_TOPICS = 2
 
 
 @struct
@@ -67,7 +70,12 @@ class OffsetFetchRequest(Request):
     def for_version(self, version: int) -> OffsetFetchRequest:
         """Below v7 ``require_stable`` is dropped, as the Java consumer's
         OffsetFetchRequest.Builder drops it (throwOnFetchStableOffsetsUnsupported is false but
-        for exactly-once processing, whose caller checks the version itself)."""
+        for exactly-once processing, whose caller checks the version itself). Every partition
+        of a group (a null topic list) needs v2, as the same builder says."""
+        if version < _ALL_TOPICS and self.topics is None:
+            raise too_old(type(self), version,
+                          "a group's committed offsets of all its partitions (topics=None)",
+                          _ALL_TOPICS)
         if version < _REQUIRE_STABLE and self.require_stable:
             return attrs.evolve(self, require_stable=False)
         return self
