@@ -54,3 +54,21 @@ def test_the_spark_source_takes_kafka_api_version() -> None:
     assert options.client_settings["api_version"] == "2.3"
     with pytest.raises(ConfigError, match=r"option kafka\.api\.version must be 'auto'"):
         SourceOptions.parse({**base, "kafka.api.version": "2.99"}, streaming=True)
+
+
+def test_a_group_consumer_takes_it_as_a_class_attribute() -> None:
+    from groupkit import GroupConsumer
+
+    class Pinned(GroupConsumer):
+        topics = ["t"]
+        group_id = "g"
+        api_version = "2.3"
+
+        def process(self, record: object) -> None: ...
+
+    class Unknown(Pinned):
+        api_version = "2.99"
+
+    assert Pinned(bootstrap_servers="127.0.0.1:1").config.api_version == "2.3"
+    with pytest.raises(ConfigError, match=r"api_version must be 'auto'"):
+        Unknown(bootstrap_servers="127.0.0.1:1")

@@ -28,6 +28,7 @@ import attrs
 
 from groupkit.errors import (
     ErrorCode,
+    FeatureUnsupportedError,
     GroupkitError,
     IllegalStateError,
     ShareSessionNotFoundError,
@@ -452,11 +453,13 @@ class ShareFetcher:
     def _unsupported(self, address: str, node: int, request: Request,
                      version: int | None) -> UnsupportedVersionError:
         name = type(request).__name__.removesuffix("Request")
+        error: UnsupportedVersionError
         if version is None:
-            error = UnsupportedVersionError(
+            error = FeatureUnsupportedError(
                 f"the broker {address} (node {node}) does not offer {name} (API"
                 f" {request.API_KEY}), which share groups need (Apache Kafka 4.1+ with share"
-                " groups enabled: share.version=1); use a consumer group with this cluster")
+                " groups enabled: share.version=1); use a consumer group with this cluster",
+                feature="share groups (KIP-932)", release="4.1")
         else:
             error = UnsupportedVersionError(
                 f"the broker {address} (node {node}) speaks only {name} v0, the early access"

@@ -52,3 +52,13 @@ def test_a_leave_that_cannot_be_sent_still_finishes_the_leave() -> None:
     d.fail(LeaveGroupRequest, RequestDroppedError("dropped LeaveGroup v4"))
     assert d.machine.state is S.CLOSED
     assert not [o for o in d.seen if isinstance(o, Fatal)]
+
+
+def test_the_new_group_protocols_name_the_release_they_need() -> None:
+    from groupkit.group.kip848.error_actions import unsupported_error
+
+    missing = unsupported_error(None, KafkaConnectionError("no ConsumerGroupHeartbeat"))
+    pattern = unsupported_error(None, FieldVersionError("subscribed_topic_regex v0"))
+    for error in (missing, pattern):
+        assert isinstance(error, FeatureUnsupportedError) and error.release == "4.0"
+    assert "group_protocol='classic'" in str(missing)

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import enum
 
-from groupkit.errors import ErrorCode, FieldVersionError, UnsupportedVersionError
+from groupkit.errors import (
+    ErrorCode,
+    FeatureUnsupportedError,
+    FieldVersionError,
+    UnsupportedVersionError,
+)
 from groupkit.group.outputs import Coordinator
 
 
@@ -110,11 +115,13 @@ def unsupported_error(coordinator: Coordinator | None,
              f"the group coordinator {coordinator.host}:{coordinator.port}"
              f" (node {coordinator.node_id})")
     if isinstance(error, FieldVersionError):
-        return UnsupportedVersionError(
+        return FeatureUnsupportedError(
             f"{where} speaks only ConsumerGroupHeartbeat v0, which cannot carry a topic"
             " pattern (v1, Kafka 4.0+, can): subscribe to topic names, or use a newer broker"
-            f" ({error})")
-    return UnsupportedVersionError(
+            f" ({error})", feature="a topic pattern with group_protocol='consumer'",
+            release="4.0")
+    return FeatureUnsupportedError(
         f"{where} does not offer ConsumerGroupHeartbeat (API 68), which"
         " group_protocol='consumer' needs (Apache Kafka 4.0+, or 3.7+ with the new group"
-        " coordinator enabled); use group_protocol='classic' with this cluster")
+        " coordinator enabled); use group_protocol='classic' with this cluster",
+        feature="group_protocol='consumer' (KIP-848)", release="4.0")

@@ -28,6 +28,7 @@ import attrs
 from groupkit.errors import (
     CommitFailedError,
     ErrorCode,
+    FeatureUnsupportedError,
     GroupkitError,
     IllegalStateError,
     UnsupportedVersionError,
@@ -442,10 +443,11 @@ class ShareGroupMachine:
         where = ("the group coordinator" if self._coordinator is None else
                  f"the group coordinator {self._coordinator.host}:{self._coordinator.port}"
                  f" (node {self._coordinator.node_id})")
-        return UnsupportedVersionError(
+        return FeatureUnsupportedError(
             f"{where} does not offer ShareGroupHeartbeat (API 76), which share groups need"
             " (Apache Kafka 4.1+, with share groups enabled: share.version=1); use a"
-            f" consumer group (Consumer, GroupConsumer) with this cluster ({error})")
+            f" consumer group (Consumer, GroupConsumer) with this cluster ({error})",
+            feature="share groups (KIP-932)", release="4.1")
 
     # --- sending -------------------------------------------------------------------------------
 
