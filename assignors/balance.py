@@ -26,7 +26,7 @@ import heapq
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Sequence
-from itertools import repeat
+from itertools import compress, repeat
 
 from assignors.layout import PartitionLayout
 from assignors.sticky_loops import deal
@@ -117,11 +117,11 @@ class _General:
         eligible member would, ties to the earlier member; the counts are computed directly."""
         count = self.count
         ranked = sorted(self.eligible[k], key=count.__getitem__)  # stable: ties by member
-        levels = [count[m] for m in ranked]
-        remaining, level, pooled = len(free), levels[0], 0
+        levels = list(map(count.__getitem__, ranked))
+        remaining, level = len(free), levels[0]
         while True:
-            while pooled < len(ranked) and levels[pooled] <= level:
-                pooled += 1
+            # Members at or below `level` rise together; the next one joins at its count.
+            pooled = bisect_right(levels, level)
             if pooled < len(ranked) and pooled * (levels[pooled] - level) <= remaining:
                 remaining -= pooled * (levels[pooled] - level)
                 level = levels[pooled]
@@ -131,10 +131,9 @@ class _General:
             break
         # Every pooled member rises to `level`; the first `remaining` of them one more.
         pool = sorted(ranked[:pooled])
-        gets = [level - count[m] for m in pool]
-        for i in range(remaining):
-            gets[i] += 1
-        takers = [m for m, n in zip(pool, gets, strict=True) if n]
+        gets = list(map(level.__sub__, map(count.__getitem__, pool)))
+        gets[:remaining] = map((1).__add__, gets[:remaining])
+        takers = list(compress(pool, gets))
         need = dict(zip(pool, gets, strict=True))
         holding = self.holding[k]
         for member, part in deal(free, takers, need).items():

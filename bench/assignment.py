@@ -20,6 +20,7 @@ stayed). ``groupkit-py`` is groupkit with GROUPKIT_NO_NATIVE=1 (the pure Python 
 (each in a fresh process); the best is shown and the note gives the spread.
 
     .venv/bin/python bench/assignment.py [--cases small,medium] [--assignors sticky] [--peer-limit 60]
+    .venv/bin/python bench/assignment.py --cases unequal --assignors sticky --profile 15
 """
 
 from __future__ import annotations
@@ -169,12 +170,30 @@ class KafkaPython:
         return {m: [(tp.topic, tp.partition) for tp in a.partitions()] for m, a in result.items()}
 
 
-def worker(impl: str, name: str, case: str) -> None:
-    """One measurement; prints a JSON line after the fresh assignment and after the rebalance."""
+def profiled(runner: Groupkit | KafkaPython, members: object, label: str, top: int) -> dict:
+    """``runner.assign(members)`` under cProfile; prints the ``top`` entries by own time."""
+    import cProfile
+    import pstats
+
+    profile = cProfile.Profile()
+    result = profile.runcall(runner.assign, members)
+    print(f"--- {label}: the {top} entries with the most own time", flush=True)
+    pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(top)
+    return result
+
+
+def worker(impl: str, name: str, case: str, profile: int = 0) -> None:
+    """One measurement; prints a JSON line after the fresh assignment and after the rebalance.
+    With ``profile`` it prints the assignments' cProfile tables instead of timing them."""
     counts, topic_lists = topics_of(case)
     subscriptions = {f"member-{i:05d}": t for i, t in enumerate(topic_lists)}
     runner = (KafkaPython if impl == "kafka-python" else Groupkit)(name, counts)
     members = runner.members(subscriptions, None)
+    if profile:
+        first = profiled(runner, members, f"{case} {name} fresh", profile)
+        del subscriptions["member-00000"]
+        profiled(runner, runner.members(subscriptions, first), f"{case} {name} leave", profile)
+        return
     base = rss_mb()
     start, cpu = time.perf_counter(), time.process_time()
     first = runner.assign(members)
@@ -285,10 +304,17 @@ def main() -> None:
     parser.add_argument("--python", action="store_true",
                         help="also measure groupkit's pure Python path (GROUPKIT_NO_NATIVE=1)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per groupkit measurement")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print cProfile's top N entries of each groupkit assignment instead")
     parser.add_argument("--worker", nargs=3, metavar=("IMPL", "ASSIGNOR", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(*args.worker)
+        return
+    if args.profile:
+        for case in args.cases.split(","):
+            for name in args.assignors.split(","):
+                worker("groupkit", name, case, args.profile)
         return
     header = f"{'case':<11}{'m x p':>18} {'assignor':<19}{'impl':<13}{'fresh s':>9}{'rebal s':>9}"
     header += f"{'cpu s':>8}{'cpu s':>8}{'peak MB':>9}{'balance':>8}{'moves':>8}  note"
