@@ -10,7 +10,7 @@ follows the subscriptions and what moves rather than members times partitions:
 
 * free partitions of a topic are placed in one step: giving each in turn to the least loaded
   eligible member (ties to the earlier member) is water-filling, so the counts it ends at are
-  computed from the eligible members' counts sorted once, and the partitions dealt to match;
+  computed from the eligible members' counts sorted once, and each member given its share;
 * a topic is balanced when its most loaded holder has at most one more partition than its least
   loaded eligible member; topics are balanced one at a time with heaps over that topic's
   members only, and rechecked only when a member eligible for them changed count;
@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from itertools import compress, repeat
 
 from assignors.layout import PartitionLayout
-from assignors.sticky_loops import deal
 
 
 def general_assignment(
@@ -133,11 +132,13 @@ class _General:
         pool = sorted(ranked[:pooled])
         gets = list(map(level.__sub__, map(count.__getitem__, pool)))
         gets[:remaining] = map((1).__add__, gets[:remaining])
-        takers = list(compress(pool, gets))
-        need = dict(zip(pool, gets, strict=True))
+        # Each taker's share in one run of the free partitions, in member order.
         holding = self.holding[k]
-        for member, part in deal(free, takers, need).items():
-            count[member] += len(part)
+        position = 0
+        for member, share in zip(compress(pool, gets), filter(None, gets), strict=True):
+            part = free[position : position + share]
+            position += share
+            count[member] += share
             mine = holding.get(member)
             if mine is None:
                 holding[member] = part

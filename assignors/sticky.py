@@ -178,6 +178,8 @@ class CooperativeStickyAssignor(_StickyBase):
         # free to hand straight back to it while the member of the newer generation holds them.
         # A member given exactly what it owns has nothing to withhold.
         owner = plan.owner
+        if max(owner, default=-1) < 0:
+            return plan.result()  # nobody owns anything yet
         for member, assigned in enumerate(plan.assigned):
             owned = plan.owned[member]
             if assigned is owned:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import struct
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from itertools import compress, repeat
 from types import ModuleType
 from typing import Protocol
@@ -190,11 +190,11 @@ def fill_uniform(owned: Sequence[list[int]], total: int) -> list[list[int]]:
         deque(map(free.__setitem__, mine, repeat(0, len(mine))), maxlen=0)
     pool = list(compress(range(total), free))
     need = [target - len(mine) for mine, target in zip(kept, targets, strict=True)]
-    received = deal(pool, [m for m in range(members) if need[m] > 0], need)
+    received = _deal(pool, [m for m in range(members) if need[m] > 0], need)
     return [kept[m] + received[m] if m in received else kept[m] for m in range(members)]
 
 
-def deal(pool: Sequence[int], members: Sequence[int], need: Sequence[int] | Mapping[int, int]) -> dict[int, list[int]]:
+def _deal(pool: Sequence[int], members: Sequence[int], need: Sequence[int]) -> dict[int, list[int]]:
     """``pool`` dealt one at a time to ``members`` in turn, each until it has ``need[m]``."""
     if all(need[m] == 1 for m in members):
         return {m: [index] for m, index in zip(members, pool, strict=False)}

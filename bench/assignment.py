@@ -21,6 +21,7 @@ stayed). ``groupkit-py`` is groupkit with GROUPKIT_NO_NATIVE=1 (the pure Python 
 
     .venv/bin/python bench/assignment.py [--cases small,medium] [--assignors sticky] [--peer-limit 60]
     .venv/bin/python bench/assignment.py --cases unequal --assignors sticky --profile 15
+    .venv/bin/python bench/assignment.py --rows     # make bench's rows only
 """
 
 from __future__ import annotations
@@ -304,12 +305,21 @@ def main() -> None:
     parser.add_argument("--python", action="store_true",
                         help="also measure groupkit's pure Python path (GROUPKIT_NO_NATIVE=1)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per groupkit measurement")
+    parser.add_argument("--rows", action="store_true",
+                        help="print only make bench's assignor rows (best of --repeat, default 3)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print cProfile's top N entries of each groupkit assignment instead")
     parser.add_argument("--worker", nargs=3, metavar=("IMPL", "ASSIGNOR", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(*args.worker)
+        return
+    if args.rows:
+        from bench.table import print_rows
+
+        print_rows(rows(repeat=args.repeat if args.repeat > 1 else 3, peer_limit=args.peer_limit))
+        for case, figure in JAVA_PUBLISHED.items():
+            print(f"Java, published ({case}): {figure}")
         return
     if args.profile:
         for case in args.cases.split(","):
