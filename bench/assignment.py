@@ -285,14 +285,16 @@ def rows(repeat: int = 3, peer_limit: float = 60.0) -> list[Row]:
     out = []
     for case, name, key in BENCH_ROWS:
         ours = measure_best("groupkit", name, case, repeat, None)
-        peers: dict[str, float | None] = {
-            "groupkit-py": measure("groupkit-py", name, case, None).get(key)
-        }
+        runs = {"groupkit-py": measure("groupkit-py", name, case, None)}
         if name == "sticky":
-            peers["kafka-python"] = measure("kafka-python", name, case, peer_limit).get(key)
+            runs["kafka-python"] = measure("kafka-python", name, case, peer_limit)
+        peers: dict[str, float | None] = {impl: run.get(key) for impl, run in runs.items()}
         what = "fresh" if key == "fresh_s" else "leave"
         out.append(Row(f"assign {case} {name} {what}", "s", ours.get(key), peers, False))
-        print(f"  assign {case} {name} {what}: {ours.get('note', '')}", flush=True)
+        cpu = ours.get(key.replace("_s", "_cpu"))
+        notes = [ours.get("note", ""), f"CPU {cpu:.3f} s" if cpu is not None else ""]
+        notes += [f"{impl}: {run['note']}" for impl, run in runs.items() if run.get("note")]
+        print(f"  assign {case} {name} {what}: {'; '.join(n for n in notes if n)}", flush=True)
     return out
 
 
