@@ -10,7 +10,8 @@ follows the subscriptions and what moves rather than members times partitions:
 
 * free partitions of a topic are placed in one step: giving each in turn to the least loaded
   eligible member (ties to the earlier member) is water-filling, so the counts it ends at are
-  computed from the eligible members' counts sorted once, and each member given its share;
+  computed from the eligible members' counts sorted once, and each member given its share
+  (``sticky_loops.place``, in C when built, as is building the eligible lists);
 * a topic is balanced when its most loaded holder has at most one more partition than its least
   loaded eligible member; topics are balanced one at a time with heaps over that topic's
   members only, and rechecked only when a member eligible for them changed count;
@@ -24,49 +25,55 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from collections import deque
 from collections.abc import Sequence
-from itertools import compress, repeat
 
 from assignors.layout import PartitionLayout
+from assignors.sticky_loops import Loops
 
 
 def general_assignment(
-    layout: PartitionLayout, subscriptions: Sequence[frozenset[str]], owner: Sequence[int]
+    layout: PartitionLayout,
+    subscriptions: Sequence[frozenset[str]],
+    owner: Sequence[int],
+    loops: Loops,
 ) -> list[list[int]]:
     """Partition numbers for each member, balanced and as sticky as balance allows.
 
     ``owner`` gives each partition's previous owner (-1: none); a previous owner no longer
-    subscribed to the partition's topic does not count.
+    subscribed to the partition's topic does not count. ``loops`` places the free partitions.
     """
-    return _General(layout, subscriptions, owner).run()
+    return _General(layout, subscriptions, owner, loops).run()
 
 
 class _General:
     """State of one general assignment."""
 
     def __init__(
-        self, layout: PartitionLayout, subscriptions: Sequence[frozenset[str]], owner: Sequence[int]
+        self,
+        layout: PartitionLayout,
+        subscriptions: Sequence[frozenset[str]],
+        owner: Sequence[int],
+        loops: Loops,
     ) -> None:
         self.layout = layout
+        self.loops = loops
         self.owner = owner
         topics = layout.topics
         number = {topic: k for k, topic in enumerate(topics)}
-        self.eligible: list[list[int]] = [[] for _ in topics]
-        # Members with the same subscription share its topic numbers.
-        numbered: dict[frozenset[str], tuple[list[int], frozenset[int]]] = {}
+        #: Each member's subscription (topic names), and its topics' numbers in order; members
+        #: with the same subscription share the numbers.
+        self.subscriptions = subscriptions
         self.subscribed: list[list[int]] = []
-        self.subscribed_set: list[frozenset[int]] = []
+        numbered: dict[frozenset[str], list[int]] = {}
         everything = frozenset(topics)
-        for member, subscription in enumerate(subscriptions):
-            known = numbered.get(subscription)
-            if known is None:
-                ks = sorted(map(number.__getitem__, subscription & everything))
-                known = numbered[subscription] = (ks, frozenset(ks))
-            # eligible[k].append(member) for each k, as a C-level loop (members x topics).
-            deque(map(list.append, map(self.eligible.__getitem__, known[0]), repeat(member)), 0)
-            self.subscribed.append(known[0])
-            self.subscribed_set.append(known[1])
+        for subscription in subscriptions:
+            ks = numbered.get(subscription)
+            if ks is None:
+                # Topics absent from the cluster are not numbered.
+                known = subscription if subscription <= everything else subscription & everything
+                ks = numbered[subscription] = sorted(map(number.__getitem__, known))
+            self.subscribed.append(ks)
+        self.eligible = loops.eligible(self.subscribed, len(topics))
         #: holding[k][m]: member m's partitions of topic k, those it kept first.
         self.holding: list[dict[int, list[int]]] = [{} for _ in topics]
         self.count = [0] * len(subscriptions)
@@ -77,9 +84,10 @@ class _General:
 
     def run(self) -> list[list[int]]:
         free = self._keep_owned()
+        place = self.loops.place
         for k in self.order:
             if free[k]:
-                self._place(k, free[k])
+                place(self.eligible[k], self.count, free[k], self.holding[k])
         self._balance()
         self._return_needless_moves()
         assigned: list[list[int]] = [[] for _ in self.count]
@@ -90,7 +98,7 @@ class _General:
 
     def _keep_owned(self) -> list[list[int]]:
         """Owners keep what they still subscribe to; the rest, per topic, is free."""
-        owner, count, subscribed = self.owner, self.count, self.subscribed_set
+        owner, count, subscriptions = self.owner, self.count, self.subscriptions
         if max(owner, default=-1) < 0:
             return [list(self.layout.range_of(topic)) for topic in self.layout.topics]
         free_by_topic: list[list[int]] = []
@@ -99,7 +107,7 @@ class _General:
             free: list[int] = []
             for index in self.layout.range_of(topic):
                 previous = owner[index]
-                if previous >= 0 and k in subscribed[previous]:
+                if previous >= 0 and topic in subscriptions[previous]:
                     part = holding.get(previous)
                     if part is None:
                         holding[previous] = [index]
@@ -111,40 +119,6 @@ class _General:
             free_by_topic.append(free)
         return free_by_topic
 
-    def _place(self, k: int, free: list[int]) -> None:
-        """Give ``free`` (partitions of topic ``k``) out as one at a time to the least loaded
-        eligible member would, ties to the earlier member; the counts are computed directly."""
-        count = self.count
-        ranked = sorted(self.eligible[k], key=count.__getitem__)  # stable: ties by member
-        levels = list(map(count.__getitem__, ranked))
-        remaining, level = len(free), levels[0]
-        while True:
-            # Members at or below `level` rise together; the next one joins at its count.
-            pooled = bisect_right(levels, level)
-            if pooled < len(ranked) and pooled * (levels[pooled] - level) <= remaining:
-                remaining -= pooled * (levels[pooled] - level)
-                level = levels[pooled]
-                continue
-            rise, remaining = divmod(remaining, pooled)
-            level += rise
-            break
-        # Every pooled member rises to `level`; the first `remaining` of them one more.
-        pool = sorted(ranked[:pooled])
-        gets = list(map(level.__sub__, map(count.__getitem__, pool)))
-        gets[:remaining] = map((1).__add__, gets[:remaining])
-        # Each taker's share in one run of the free partitions, in member order.
-        holding = self.holding[k]
-        position = 0
-        for member, share in zip(compress(pool, gets), filter(None, gets), strict=True):
-            part = free[position : position + share]
-            position += share
-            count[member] += share
-            mine = holding.get(member)
-            if mine is None:
-                holding[member] = part
-            else:
-                mine.extend(part)
-
     def _balance(self) -> None:
         """Balance topic by topic until no member changes count; a topic is checked again only
         when a member eligible for it changed count since."""
@@ -155,7 +129,7 @@ class _General:
                 self._balance_topic(k, changed)
             if not changed:
                 return
-            touched = frozenset().union(*[self.subscribed_set[m] for m in changed])
+            touched = frozenset().union(*[self.subscribed[m] for m in changed])
             pending = [k for k in self.order if k in touched]
 
     def _balance_topic(self, k: int, changed: set[int]) -> None:
@@ -208,13 +182,13 @@ class _General:
         member eligible for it has fewer than ``c`` of, or ``h`` subscribes to a topic whose
         holder has more than ``c + 1``. Those are the only pairs whose difference grows.
         """
-        owner, count, subscribed = self.owner, self.count, self.subscribed_set
+        owner, count, topics = self.owner, self.count, self.layout.topics
         candidates = sorted(
             index
             for index, holder in self.moved.items()
             if owner[index] >= 0
             and owner[index] != holder
-            and self._topic(index) in subscribed[owner[index]]
+            and topics[self._topic(index)] in self.subscriptions[owner[index]]
         )
         least: dict[int, int] = {}
         most: dict[int, int] = {}

@@ -78,7 +78,7 @@ class _Plan:
             # Every member may take every partition (topics absent from the cluster aside).
             self.assigned = loops.fill_uniform(self.owned, layout.total)
         else:
-            self.assigned = general_assignment(layout, self.topics, self.owner)
+            self.assigned = general_assignment(layout, self.topics, self.owner, loops)
 
     def result(self) -> dict[str, MemberAssignment]:
         """Each member's TopicPartitions: the ones it sent, where it keeps them all first (as a

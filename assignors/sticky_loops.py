@@ -2,7 +2,9 @@
 and their C twins (``assignors._native``, built from csrc/assignors/ at install).
 
 A leader of 2,000 members owning a million partitions reads, resolves and writes a million
-entries per rebalance however little changes; these loops are that work. Each exists twice with
+entries per rebalance however little changes; these loops are that work, with the general
+path's loops over every (member, topic) pair of the subscriptions (the eligible lists, the
+placement of a topic's free partitions). Each exists twice with
 one contract and the same results (tests/assignors/test_assignor_native.py runs both on the
 same inputs). Partitions are numbered as ``PartitionLayout`` numbers them; members by their
 place in the Java member order. ``GROUPKIT_NO_NATIVE=1`` selects the Python loops, as it does
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import os
 import struct
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 from itertools import compress, repeat
@@ -212,6 +215,55 @@ def _deal(pool: Sequence[int], members: Sequence[int], need: Sequence[int]) -> d
     return received
 
 
+def eligible(subscribed: Sequence[list[int]], topics: int) -> list[list[int]]:
+    """For each topic number below ``topics``, the members subscribed to it, in member order;
+    ``subscribed[m]`` is member m's topic numbers."""
+    out: list[list[int]] = [[] for _ in range(topics)]
+    for member, ks in enumerate(subscribed):
+        # out[k].append(member) for each k, as a C-level loop.
+        deque(map(list.append, map(out.__getitem__, ks), repeat(member)), 0)
+    return out
+
+
+def place(
+    eligible: list[int], count: list[int], free: list[int], holding: dict[int, list[int]]
+) -> None:
+    """Give ``free`` (partitions of one topic) out as giving each in turn to the least loaded
+    of ``eligible`` would, ties to the earlier member: updates ``count`` and ``holding``
+    (member -> its partitions of the topic, new ones appended).
+
+    One at a time is water-filling: the members at the lowest count rise together until the
+    next member's count, and so on, so the final counts are computed from the members sorted
+    once; each taker then gets its share as one run of ``free``, in member order.
+    """
+    ranked = sorted(eligible, key=count.__getitem__)  # stable: ties by member
+    levels = list(map(count.__getitem__, ranked))
+    remaining, level = len(free), levels[0]
+    while True:
+        pooled = bisect_right(levels, level)
+        if pooled < len(ranked) and pooled * (levels[pooled] - level) <= remaining:
+            remaining -= pooled * (levels[pooled] - level)
+            level = levels[pooled]
+            continue
+        rise, remaining = divmod(remaining, pooled)
+        level += rise
+        break
+    # Every pooled member rises to `level`; the first `remaining` of them one more.
+    pool = sorted(ranked[:pooled])
+    gets = list(map(level.__sub__, map(count.__getitem__, pool)))
+    gets[:remaining] = map((1).__add__, gets[:remaining])
+    position = 0
+    for member, share in zip(compress(pool, gets), filter(None, gets), strict=True):
+        part = free[position : position + share]
+        position += share
+        count[member] += share
+        mine = holding.get(member)
+        if mine is None:
+            holding[member] = part
+        else:
+            mine.extend(part)
+
+
 @attrs.frozen
 class Loops:
     """One implementation of every loop: ``PYTHON``, or ``NATIVE`` when the extension is built."""
@@ -222,6 +274,8 @@ class Loops:
         [Sequence[list[int]], Sequence[int], int], tuple[list[int], list[list[int]]]
     ]
     fill_uniform: Callable[[Sequence[list[int]], int], list[list[int]]]
+    eligible: Callable[[Sequence[list[int]], int], list[list[int]]]
+    place: Callable[[list[int], list[int], list[int], dict[int, list[int]]], None]
 
 
 def _load() -> ModuleType | None:
@@ -234,12 +288,19 @@ def _load() -> ModuleType | None:
     return _native
 
 
-PYTHON = Loops("python", Numbering, resolve, fill_uniform)
+PYTHON = Loops("python", Numbering, resolve, fill_uniform, eligible, place)
 _module = _load()
 NATIVE = (
     None
     if _module is None
-    else Loops("c", _module.Numbering, _module.resolve, _module.fill_uniform)
+    else Loops(
+        "c",
+        _module.Numbering,
+        _module.resolve,
+        _module.fill_uniform,
+        _module.eligible,
+        _module.place,
+    )
 )
 #: The loops every assignment uses: the C ones when built (and not switched off), else Python.
 active: Loops = NATIVE or PYTHON

@@ -13,7 +13,8 @@ PyInit__native(void)
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
         return NULL;
-    if (gka_numbering_init(module) < 0 || gka_owners_init(module) < 0) {
+    if (gka_numbering_init(module) < 0 || gka_owners_init(module) < 0
+        || gka_general_init(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

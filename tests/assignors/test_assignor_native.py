@@ -159,6 +159,32 @@ def test_resolve_and_fill_uniform_match(claims, data):
     assert sorted(i for part in c_filled for i in part) == list(range(total))
 
 
+@given(
+    subscribed=st.lists(st.lists(st.integers(0, 9), unique=True).map(sorted), max_size=12),
+    data=st.data(),
+)
+def test_eligible_lists_and_placement_match(subscribed, data):
+    # The general path's loops: a topic's members, then its free partitions given out over a
+    # few rounds of placement (counts carry over, some members already hold partitions).
+    assert NATIVE.eligible(subscribed, 10) == PYTHON.eligible(subscribed, 10)
+    eligible = PYTHON.eligible(subscribed, 10)
+    members = len(subscribed)
+    counts = data.draw(st.lists(st.integers(0, 6), min_size=members, max_size=members))
+    held = {m: [1000 + m] for m in range(members) if data.draw(st.booleans())}
+    python = (list(counts), {m: list(p) for m, p in held.items()})
+    native = (list(counts), {m: list(p) for m, p in held.items()})
+    for k in range(10):
+        if not eligible[k]:
+            continue
+        free = list(range(100 * k, 100 * k + data.draw(st.integers(1, 25))))
+        PYTHON.place(eligible[k], python[0], free, python[1])
+        NATIVE.place(eligible[k], native[0], free, native[1])
+        assert native == python
+        assert sum(python[0]) == sum(counts) + sum(
+            len(p) for p in python[1].values()
+        ) - sum(len(p) for p in held.values())
+
+
 @pytest.mark.parametrize("name", ["sticky", "cooperative-sticky"])
 @given(group=groups())
 def test_whole_assignments_match(name, group):

@@ -173,3 +173,25 @@ def test_mid_size_unequal_group_fresh_then_two_leave(name, seed):
         check_valid(cluster, members, second, exactly_once=False)
         members = rejoin(name, topics, second, 2)
         check_balanced_and_sticky(cluster, members, assignor.assign(cluster, members))
+
+
+@given(
+    counts=st.lists(st.integers(0, 8), min_size=1, max_size=12),
+    free=st.integers(1, 40),
+    data=st.data(),
+)
+def test_placement_counts_are_one_at_a_time_least_loaded(counts, free, data):
+    # sticky_loops.place computes in one step the counts that giving each partition in turn
+    # to the least loaded eligible member (ties to the earlier member) ends at.
+    from assignors import sticky_loops
+
+    eligible = sorted(data.draw(st.sets(st.integers(0, len(counts) - 1), min_size=1)))
+    expected = list(counts)
+    for _ in range(free):
+        expected[min(eligible, key=lambda m: (expected[m], m))] += 1
+    for loops in filter(None, (sticky_loops.PYTHON, sticky_loops.NATIVE)):
+        got, holding = list(counts), {}
+        loops.place(eligible, got, list(range(free)), holding)
+        assert got == expected
+        assert sorted(i for part in holding.values() for i in part) == list(range(free))
+        assert all(len(holding.get(m, [])) == got[m] - counts[m] for m in range(len(counts)))
