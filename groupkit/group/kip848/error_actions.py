@@ -21,24 +21,34 @@ from groupkit.group.outputs import Coordinator
 
 
 class Action(enum.Enum):
-    """What a consumer-protocol member does about an error code."""
+    """What a consumer-protocol member does about an error code (``DESCRIPTIONS`` says more)."""
 
     BACK_OFF = "retry after the back-off"
-    """Send the same request again after the exponential retry back-off."""
     REDISCOVER = "rediscover the coordinator"
-    """Forget the coordinator and find it again; the request follows at once when it is known."""
     FENCE = "fenced: lose the partitions and rejoin with epoch 0"
-    """The coordinator no longer knows this member at this epoch: its partitions are Lost and it
-    rejoins at once as the same member id with epoch 0 (Java's ``transitionToFenced``)."""
     RETRY_IF_NEWER_EPOCH = "retry with a newer epoch, else refuse"
-    """STALE_MEMBER_EPOCH: a commit made for a revocation (or an offset fetch) is sent again if
-    the member has since been given a newer epoch, as Java retries them; otherwise refused."""
     REFUSE_COMMIT = "refuse the commit"
-    """The commit fails with CommitFailedError; the heartbeat will settle the membership."""
     FAIL_REQUEST = "fail the request"
-    """The one request fails with the broker error; the membership is untouched."""
     FATAL = "fatal"
-    """Retrying cannot help: the member stops and the application gets the error."""
+
+
+#: What each action means, for the docs page drawn from this table.
+DESCRIPTIONS: dict[Action, str] = {
+    Action.BACK_OFF: "Send the same request again after the exponential retry back-off.",
+    Action.REDISCOVER: ("Forget the coordinator and find it again; the request follows at once"
+                        " when it is known."),
+    Action.FENCE: ("The coordinator no longer knows this member at this epoch: its partitions"
+                   " are Lost and it rejoins at once as the same member id with epoch 0"
+                   " (Java's transitionToFenced)."),
+    Action.RETRY_IF_NEWER_EPOCH: ("STALE_MEMBER_EPOCH: a commit made for a revocation (or an"
+                                  " offset fetch) is sent again if the member has since been"
+                                  " given a newer epoch, as Java retries them; otherwise"
+                                  " refused."),
+    Action.REFUSE_COMMIT: ("The commit fails with CommitFailedError; the heartbeat will settle"
+                           " the membership."),
+    Action.FAIL_REQUEST: "The one request fails with the broker error; the membership is untouched.",
+    Action.FATAL: "Retrying cannot help: the member stops and the application gets the error.",
+}
 
 
 A = Action

@@ -550,7 +550,7 @@ class ConsumerGroupMachine:
         self._heartbeat_token = None
         self._leave_token = None
         self._rec.release()
-        self._go(T.STOPPED)
+        self._go(T.LEAVE_FINISHED if self._state is S.LEAVING else T.STOPPED)
         self._outputs.append(Left(reason))
 
     def _fail(self, error: GroupkitError) -> None:

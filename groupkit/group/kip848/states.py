@@ -51,7 +51,7 @@ class Trigger(enum.Enum):
     LOST_RELEASED = "lost_released"
     LEAVE_STARTED = "leave_started"
     RELEASED = "released"
-    LEAVE_SENT = "leave_sent"
+    LEAVE_FINISHED = "leave_finished"
     LEFT_STALE = "left_stale"
     POLLED_AGAIN = "polled_again"
     STOPPED = "stopped"
@@ -81,11 +81,8 @@ TRANSITIONS: dict[tuple[MemberState, Trigger], MemberState] = {
     (S.RECONCILING, T.RECONCILED): S.ACKNOWLEDGING,
     (S.ACKNOWLEDGING, T.ACKNOWLEDGED): S.STABLE,
     (S.PREPARE_LEAVING, T.RELEASED): S.LEAVING,
-    (S.LEAVING, T.LEAVE_SENT): S.CLOSED,
+    (S.LEAVING, T.LEAVE_FINISHED): S.CLOSED,
     (S.LEAVING, T.LEFT_STALE): S.STALE,
-    (S.PREPARE_LEAVING, T.FENCED): S.CLOSED,
-    (S.LEAVING, T.FENCED): S.CLOSED,
-    (S.UNSUBSCRIBED, T.LEAVE_STARTED): S.PREPARE_LEAVING,
 }
 for _state in IN_GROUP:
     TRANSITIONS[(_state, T.ASSIGNMENT_RECEIVED)] = S.RECONCILING
