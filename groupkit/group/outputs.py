@@ -156,6 +156,16 @@ class GenerationJoined:
     protocol_name: str
     leader: bool
     members: int
+    #: What the log line says after "joined " (the machine words it for its protocol).
+    description: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        if not self.description:
+            role = "leader" if self.leader else "follower"
+            more = f" ({self.members} members)" if self.leader else ""
+            object.__setattr__(self, "description", (
+                f"generation {self.generation_id} as {role} with protocol"
+                f" {self.protocol_name or '?'}{more}"))
 
 
 @attrs.frozen

@@ -379,9 +379,7 @@ class GroupRunner:
         elif isinstance(out, GenerationJoined):
             self._emit(Joined(self.machine.config.group_id, out.member_id, out.generation_id,
                               out.protocol_name, out.leader))
-            self._info("joined generation %d as %s with protocol %s%s", out.generation_id,
-                       "leader" if out.leader else "follower", out.protocol_name or "?",
-                       f" ({out.members} members)" if out.leader else "")
+            self._info("joined %s", out.description)
         elif isinstance(out, Leaving):
             self._info("leaving group: %s", out.reason)
         else:

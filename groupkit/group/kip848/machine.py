@@ -410,8 +410,9 @@ class ConsumerGroupMachine:
             self._member_id = resp.member_id
         if resp.member_epoch != self._epoch and resp.member_epoch > 0:
             self._outputs.append(GenerationJoined(
-                self._member_id, resp.member_epoch, self.remote_assignor or BROKER_ASSIGNOR,
-                False, 0))
+                self._member_id, resp.member_epoch, self._assignor_name, False, 0,
+                f"member epoch {resp.member_epoch} (the coordinator assigns, with"
+                f" {self.remote_assignor or 'its default assignor'})"))
         self._epoch = resp.member_epoch
         if resp.assignment is not None and self._state in TAKES_ASSIGNMENT:
             self._assignment_received(from_wire(resp.assignment.topic_partitions))
