@@ -10,9 +10,12 @@ and RSS), groupkit against aiokafka, confluent-kafka and kafka-python on the sam
 same run, then the sticky assignors at scale (bench/assignment.py: unequal subscriptions
 fresh, one member leaving a million-partition group; groupkit's pure Python path and
 kafka-python's sticky within a time limit beside them, the Java client's published figures
-printed under the table), and prints their rows as one table. A ratio above 1x favours
-groupkit. Last, idempotent produce and transactional read-process-write against
-confluent-kafka (bench/txn.py). ``--quick`` runs smaller inputs and fewer rounds.
+printed under the table), the rebalance of a member joining a busy group of 16 under each
+group protocol, classic and consumer (KIP-848), on confluent-kafka's mock cluster
+(bench/protocols.py, groupkit against confluent-kafka), and prints their rows as one table. A
+ratio above 1x favours groupkit. Last, idempotent produce and transactional
+read-process-write against confluent-kafka (bench/txn.py). ``--quick`` runs smaller inputs and
+fewer rounds.
 
     .venv/bin/python bench/all.py [--quick]
 """
@@ -28,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from assignors import sticky_loops as assignor_loops  # noqa: E402
-from bench import assignment, decode, first, group, produce, txn  # noqa: E402
+from bench import assignment, decode, first, group, produce, protocols, txn  # noqa: E402
 from bench.table import print_rows  # noqa: E402
 from groupkit.protocol import native_available  # noqa: E402
 
@@ -56,6 +59,8 @@ def main() -> None:
     print(f"  group done ({time.monotonic() - started:.0f} s)", flush=True)
     rows += first.measure(repeat=3)
     print(f"  first fresh done ({time.monotonic() - started:.0f} s)", flush=True)
+    rows += protocols.measure()
+    print(f"  group protocols done ({time.monotonic() - started:.0f} s)", flush=True)
     rows += assignment.rows(repeat=repeat, peer_limit=20.0 if args.quick else 60.0)
     print(f"  assignment done ({time.monotonic() - started:.0f} s)", flush=True)
     # Idempotent produce and transactional read-process-write (bench/txn.py, issue 28).
