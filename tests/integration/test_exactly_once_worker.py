@@ -94,3 +94,35 @@ def test_output_and_offsets_commit_together_and_a_failure_aborts(
     output = committed_view(log_entries(bootstrap, sink, 0))
     assert sorted(output) == sorted(v.upper() for v in values)
     assert second.summary.commits >= 1
+
+
+class Copier(GroupConsumer):
+    """at_least_once (the default): self.send goes through an idempotent producer, flushed
+    before the offsets of the records that produced it are committed."""
+
+    def process(self, record) -> None:
+        self.send(self.out_topic, record.value, partition=record.partition)
+
+
+def test_at_least_once_send_is_flushed_before_its_offsets_commit(
+        kafka_broker, unique_name) -> None:  # noqa: F811
+    bootstrap = kafka_broker.bootstrap_servers
+    source, sink, group = unique_name("in"), unique_name("out"), unique_name("g")
+    create_topic(bootstrap, source, 1)
+    create_topic(bootstrap, sink, 1)
+    with Producer(bootstrap_servers=bootstrap) as p:
+        for i in range(10):
+            p.send(source, b"%d" % i, partition=0)
+    worker = Copier(bootstrap_servers=bootstrap, topics=[source], group_id=group,
+                    auto_commit_interval_ms=200, **FAST)
+    worker.out_topic = sink
+    thread, errors = _run(worker)
+    try:
+        wait_for(lambda: committed(bootstrap, group, source, 1) == {0: 10}, WAIT * 2,
+                 "the offsets to be committed")
+        # Committed offsets imply their output was delivered first.
+        assert [v for v, _ in log_entries(bootstrap, sink, 0)] == [b"%d" % i for i in range(10)]
+    finally:
+        worker.stop()
+        thread.join(WAIT)
+    assert not errors
