@@ -37,6 +37,7 @@ from tests.support.broker_data import committed, create_topic
 from tests.support.recording_proxy import Fault, RecordingProxy
 from tests.support.txn_data import (
     WAIT,
+    committed_view,
     log_entries,
     read_confluent,
     read_groupkit,
@@ -153,10 +154,13 @@ def test_committed_records_are_read_and_aborted_ones_are_not(kafka_broker, uniqu
         never_sent.result(0)
     entries = log_entries(bootstrap, topic, 0) + log_entries(bootstrap, topic, 1)
     values = [v for v, _ in entries]
-    assert values.count(b"b0") == 1 and b"b1" not in values
-    log0 = [v for v, _ in log_entries(bootstrap, topic, 0)]
-    assert log0 == [b"a0", b"a2", "COMMIT", b"b0", "ABORT", b"end", "COMMIT"]
+    assert b"b1" not in values and values.count(b"b0") <= 1
     assert len({pid for _, pid in entries}) == 1
+    # What a read_committed reader must see, from the markers: the aborted b0 never (Tansu
+    # sometimes drops an aborted transaction's records; Kafka keeps them before an ABORT).
+    assert sorted(committed_view(log_entries(bootstrap, topic, 0))
+                  + committed_view(log_entries(bootstrap, topic, 1))) == [
+        b"a0", b"a1", b"a2", b"a3", b"end"]
     read_groupkit(bootstrap, topic, 2, until(b"a0", b"a1", b"a2", b"a3", b"end"))
 
 
@@ -342,8 +346,8 @@ def test_peers_read_committed_groupkit_transactions(kafka_broker, unique_name, r
     create_topic(bootstrap, topic, 2)
     _groupkit_transactions(bootstrap, topic, unique_name("tx"))
     reader(bootstrap, topic, until(b"c0", b"c1", b"end"))
-    assert [v for v, _ in log_entries(bootstrap, topic, 0)] == [
-        b"c0", "COMMIT", b"aborted", "ABORT"]
+    assert committed_view(log_entries(bootstrap, topic, 0)) == [b"c0"]
+    assert committed_view(log_entries(bootstrap, topic, 1)) == [b"c1", b"end"]
 
 
 def _confluent_transactions(bootstrap: str, topic: str, txn_id: str) -> None:
@@ -394,8 +398,8 @@ def test_groupkit_reads_committed_peer_transactions(kafka_broker, unique_name, w
     create_topic(bootstrap, topic, 2)
     writer(bootstrap, topic, unique_name("tx"))
     read_groupkit(bootstrap, topic, 2, until(b"c0", b"c1", b"end"))
-    assert [v for v, _ in log_entries(bootstrap, topic, 0)] == [
-        b"c0", "COMMIT", b"aborted", "ABORT"]
+    assert committed_view(log_entries(bootstrap, topic, 0)) == [b"c0"]
+    assert committed_view(log_entries(bootstrap, topic, 1)) == [b"c1", b"end"]
 
 
 def test_idempotence_against_a_release_without_it_fails_records_at_once(
