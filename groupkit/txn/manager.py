@@ -124,8 +124,6 @@ class TransactionManager:
         """The exception a call in FATAL_ERROR raises: a fenced producer's ProducerFencedError
         as it is, the rest wrapped with what to do."""
         error = self.last_error
-        if not self.transactional and isinstance(error, GroupkitError):
-            return error  # an idempotent producer's: the error says what to do
         if isinstance(error, ProducerFencedError):
             return ProducerFencedError(
                 f"producer {self.transactional_id!r} was fenced: a newer producer with the same"

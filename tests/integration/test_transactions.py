@@ -405,17 +405,18 @@ def test_groupkit_reads_committed_peer_transactions(kafka_broker, unique_name, w
 def test_idempotence_against_a_release_without_it_fails_records_at_once(
         kafka_broker, unique_name) -> None:  # noqa: F811
     """Pinned to 0.10.2 (no InitProducerId), the default idempotent producer cannot work, as
-    in Java: its records fail at once with the version error, not after
+    in Java: its records fail at once (FatalTransactionError, caused by the version error), not after
     delivery_timeout_ms; without idempotence the same pin produces."""
-    from groupkit.errors import UnsupportedVersionError
+    from groupkit.errors import FatalTransactionError, UnsupportedVersionError
 
     topic = unique_name("old")
     create_topic(kafka_broker.bootstrap_servers, topic, 1)
     with Producer(bootstrap_servers=kafka_broker.bootstrap_servers, api_version="0.10.2",
                   delivery_timeout_ms=60000) as producer:
         started = time.monotonic()
-        with pytest.raises(UnsupportedVersionError):
+        with pytest.raises(FatalTransactionError) as failed:
             producer.send(topic, b"v", partition=0).result(WAIT)
+        assert isinstance(failed.value.__cause__, UnsupportedVersionError)
         assert time.monotonic() - started < 10
     with Producer(bootstrap_servers=kafka_broker.bootstrap_servers, api_version="0.10.2",
                   enable_idempotence=False) as producer:
