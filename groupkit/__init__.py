@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         NoOffsetForPartitionError as NoOffsetForPartitionError,
         OffsetCommitError as OffsetCommitError,
         ProducerFencedError as ProducerFencedError,
+        RejectRecord as RejectRecord,
         RequestTimeoutError as RequestTimeoutError,
         TransactionAbortedError as TransactionAbortedError,
         WakeupError as WakeupError,
@@ -90,6 +91,10 @@ if TYPE_CHECKING:
         ShareConsumer as ShareConsumer,
         ShareConsumerRecord as ShareConsumerRecord,
     )
+    from groupkit.share_worker import (
+        ShareRunSummary as ShareRunSummary,
+        ShareWorker as ShareWorker,
+    )
     from groupkit.values import (
         ConsumerGroupMetadata as ConsumerGroupMetadata,
         OffsetAndMetadata as OffsetAndMetadata,
@@ -113,6 +118,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         # Transactions (issue 28).
         "AbortableTransactionError", "FatalTransactionError", "ProducerFencedError",
         "TransactionAbortedError",
+        # Share groups (issue 30).
+        "RejectRecord",
     ),
     "groupkit.group_consumer": ("GroupConsumer", "RunSummary"),
     "groupkit.hooks": (
@@ -127,6 +134,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "groupkit.protocol.records": ("Record",),
     "groupkit.share": ("AcknowledgeType",),
     "groupkit.share_consumer": ("ShareConsumer", "ShareConsumerRecord"),
+    "groupkit.share_worker": ("ShareRunSummary", "ShareWorker"),
     "groupkit.values": ("ConsumerGroupMetadata", "OffsetAndMetadata"),
 }
 _HOMES = {name: module for module, names in _EXPORTS.items() for name in names}

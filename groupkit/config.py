@@ -305,6 +305,12 @@ class ShareConsumerConfig(ClientConfig):
     def explicit(self) -> bool:
         return self.share_acknowledgement_mode == "explicit"
 
+    @property
+    def effective_rebalance_timeout_ms(self) -> int:
+        """A share member has no rebalance timeout; for the health check, a join may take as
+        long as a poll interval."""
+        return self.max_poll_interval_ms
+
 
 def _check_assignors(specs: tuple[Any, ...]) -> None:
     """Unknown names, duplicates and assignors sharing no rebalance protocol fail when the

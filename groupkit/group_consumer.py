@@ -42,7 +42,7 @@ from groupkit.hooks import Hook, Processed, TransactionEnded, emit
 if TYPE_CHECKING:
     from groupkit.producer import Producer
 
-__all__ = ["ERROR_POLICIES", "GroupConsumer", "RunSummary"]
+__all__ = ["ERROR_POLICIES", "GroupConsumer", "RunSummary", "StopOnSignals"]
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,66 @@ class RunSummary:
     rebalances: int
 
 
-class GroupConsumer:
+class StopOnSignals:
+    """What the worker classes (GroupConsumer, ShareWorker) share about stopping: ``stop()``
+    asks ``run()`` to finish within the grace (``_grace`` seconds), and while ``run()`` runs on
+    the main thread SIGTERM and SIGINT call it (a second one stops at once). ``_wake`` ends the
+    worker's waiting poll."""
+
+    #: What stopping does, for the log line of the first signal.
+    _STOPPING: ClassVar[str] = "committing and leaving the group"
+    _grace: float
+    _stop_requested: bool
+    _stop_deadline: float | None
+
+    def _wake(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Ask ``run()`` to finish (commit or acknowledge, leave the group) and return within
+        ``stop_grace_ms``; safe from any thread or signal."""
+        if self._stop_deadline is None:
+            self._stop_deadline = time.monotonic() + self._grace
+        self._stop_requested = True
+        self._wake()
+
+    def _grace_left(self) -> float:
+        """Seconds left to finish and leave: what remains of the grace once stopping began
+        (a failed run() stops too, so its grace starts when it ends)."""
+        if self._stop_deadline is None:
+            self._stop_deadline = time.monotonic() + self._grace
+        return max(0.0, self._stop_deadline - time.monotonic())
+
+    @contextlib.contextmanager
+    def _signals_call_stop(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self._on_signal)
+                    for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if not self._stop_requested:
+            log.info("%s got %s: %s within %.1f s (send it again to stop at once)",
+                     type(self).__name__, signal.Signals(signum).name, self._STOPPING,
+                     self._grace)
+            self.stop()
+            return
+        # A second signal during the grace: stop now, as Python programs do on Ctrl-C.
+        log.warning("%s got a second %s: stopping without waiting to finish or leave",
+                    type(self).__name__, signal.Signals(signum).name)
+        self._stop_deadline = time.monotonic()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+
+class GroupConsumer(StopOnSignals):
     """Base class of a group worker; see the module docstring for the delivery guarantee.
 
     Configure with class attributes (``topics``, ``group_id``, ``on_error`` and any
@@ -217,22 +276,10 @@ class GroupConsumer:
         self._metrics_server = serve(self.metrics.registry, self._metrics_port,
                                      health=self._health)
 
-    def stop(self) -> None:
-        """Ask ``run()`` to commit, leave the group and return within ``stop_grace_ms``; safe
-        from any thread or signal."""
-        if self._stop_deadline is None:
-            self._stop_deadline = time.monotonic() + self._grace
-        self._stop_requested = True
+    def _wake(self) -> None:
         consumer = self._consumer
         if consumer is not None:
             consumer.wakeup()
-
-    def _grace_left(self) -> float:
-        """Seconds left to commit and leave: what remains of the grace once stopping began
-        (a failed run() stops too, so its grace starts when it ends)."""
-        if self._stop_deadline is None:
-            self._stop_deadline = time.monotonic() + self._grace
-        return max(0.0, self._stop_deadline - time.monotonic())
 
     def run(self) -> RunSummary:
         """Consume until ``stop()``, SIGTERM or SIGINT, then commit, leave and return a summary."""
@@ -563,35 +610,6 @@ class GroupConsumer:
     def _forget(self, partitions: set[TopicPartition]) -> None:
         for tp in partitions:
             self._next_offsets.pop(tp, None)
-
-    @contextlib.contextmanager
-    def _signals_call_stop(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.signal(sig, self._on_signal)
-                    for sig in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-
-    def _on_signal(self, signum: int, frame: object) -> None:
-        if not self._stop_requested:
-            log.info("%s got %s: committing and leaving the group within %.1f s (send it again"
-                     " to stop at once)", type(self).__name__, signal.Signals(signum).name,
-                     self._grace)
-            self.stop()
-            return
-        # A second signal during the grace: stop now, as Python programs do on Ctrl-C.
-        log.warning("%s got a second %s: stopping without waiting to commit or leave",
-                    type(self).__name__, signal.Signals(signum).name)
-        self._stop_deadline = time.monotonic()
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)
-
 
 @attrs.frozen
 class _Listener(ConsumerRebalanceListener):

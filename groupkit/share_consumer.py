@@ -37,7 +37,7 @@ from groupkit.errors import (
 from groupkit.group import Assigned, Coordinator, Fatal, GroupConfig, Left, Lost
 from groupkit.group.outputs import Reported
 from groupkit.group.share import ShareGroupMachine, ShareSubscription
-from groupkit.hooks import Hook
+from groupkit.hooks import Hook, PartitionProgress, Polled, emit
 from groupkit.protocol.messages.share_fetch import ACQUIRE_BATCH_OPTIMIZED, ACQUIRE_RECORD_LIMIT
 from groupkit.runtime.bell import Bell
 from groupkit.runtime.cluster import Cluster
@@ -182,11 +182,15 @@ class ShareConsumer:
                 records = fetcher.take(self.config.max_poll_records)
                 if records:
                     self._note_delivered(records)
+                    if self.hooks:
+                        self._polled(records)
                     return records
                 self._check_woken()
                 now = time.monotonic()
                 left = deadline - now
                 if left <= 0:
+                    if self.hooks:
+                        self._polled(records)
                     return []
                 if now - noted >= keepalive:
                     runner.application_polled()  # a long poll is a poll, for the interval
@@ -353,6 +357,18 @@ class ShareConsumer:
                 partition = by_tp[key] = self._fetcher_partition(key)
             delivered.setdefault(partition, []).append(record.offset)
         self._delivered = delivered
+
+    def _polled(self, records: list[ShareConsumerRecord]) -> None:
+        """One Polled event: the records handed over by partition (a share member has no
+        position or lag of its own: they are -1)."""
+        counts: dict[tuple[str, int], list[int]] = {}
+        for r in records:
+            entry = counts.setdefault((r.topic, r.partition), [0, -1])
+            entry[0] += 1
+            entry[1] = r.timestamp
+        emit(self.hooks, Polled(self.config.group_id, len(records), tuple(
+            PartitionProgress(topic, partition, n, 0, -1, -1, ts)
+            for (topic, partition), (n, ts) in counts.items())))
 
     def _fetcher_partition(self, key: tuple[str, int]) -> SharePartition:
         assert self._fetcher is not None

@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("groupkit.consumer", "groupkit.producer", "groupkit.admin", "groupkit.metrics",
      "groupkit.share_consumer"),
     ("groupkit.group_consumer",),
+    ("groupkit.share_worker",),
     ("groupkit.workers", "groupkit.spark"),
     ("groupkit.demo",),
     ("groupkit.demo_pool",),

@@ -1,4 +1,5 @@
-"""``groupkit run MODULE:CLASS``: run a GroupConsumer subclass as one member or a pool."""
+"""``groupkit run MODULE:CLASS``: run a GroupConsumer or ShareWorker subclass as one member or a
+pool."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from groupkit.cli.common import BOOTSTRAP_ENV
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``run`` command."""
     parser = sub.add_parser(
-        "run", help="run a GroupConsumer subclass as a group member, or a pool of them",
+        "run", help="run a GroupConsumer or ShareWorker subclass as a group member, or a pool"
+                    " of them",
         description="Import MODULE (from the current directory, as Python would) and run its"
-                    " GroupConsumer subclass CLASS. With --processes N > 1, a supervisor runs N"
-                    " worker processes (see groupkit.workers).")
+                    " GroupConsumer or ShareWorker subclass CLASS. With --processes N > 1, a"
+                    " supervisor runs N worker processes (see groupkit.workers); share-group"
+                    " workers may outnumber the partitions.")
     parser.add_argument("target", metavar="MODULE:CLASS", help="e.g. myapp.workers:OrderWorker")
     parser.add_argument("--processes", type=int, default=1,
                         help="worker processes (default 1: one member in the foreground)")

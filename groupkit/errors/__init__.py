@@ -134,6 +134,12 @@ class InvalidAssignmentError(GroupkitError):
     fix the assignor so every member gets a real assignment."""
 
 
+class RejectRecord(GroupkitError):
+    """Raise it from a ShareWorker's ``process`` (or ``process_batch``) to REJECT the record:
+    it is never delivered again, to any member (a record that cannot be processed). Any other
+    exception RELEASEs the record for another try, with its delivery count one higher."""
+
+
 # --- broker error codes ------------------------------------------------------------------------
 
 

@@ -26,6 +26,8 @@ Kind = Literal["counter", "gauge", "histogram"]
 
 #: Rebalances and joins on a broker that holds JoinGroup (Tansu: half the session timeout;
 #: Kafka: group.initial.rebalance.delay.ms) take seconds to minutes.
+#: A share record's delivery count: Kafka archives it at group.share.delivery.count.limit (5).
+_DELIVERY_BUCKETS = (1.0, 2.0, 3.0, 4.0, 5.0, 10.0)
 _REBALANCE_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 
 
@@ -123,6 +125,22 @@ METRICS: tuple[MetricSpec, ...] = (
              "Exactly-once GroupConsumer: transactions ended, result committed or aborted."),
     _histogram("groupkit_transaction_duration_seconds", G,
                "Exactly-once GroupConsumer: from a poll's transaction beginning to its end."),
+    # Share groups (issue 30).
+    _counter("groupkit_share_records_acquired_total", GT,
+             "Share groups: records the broker delivered to this member (acquired for it)."),
+    _counter("groupkit_share_records_redelivered_total", GT,
+             "Share groups: acquired records with a delivery count above 1 (released,"
+             " expired, or left behind by another member)."),
+    _histogram("groupkit_share_delivery_count", GT,
+               "Share groups: the delivery count of each record acquired.",
+               _DELIVERY_BUCKETS),
+    _counter("groupkit_share_records_acknowledged_total", ("group", "topic", "type", "result"),
+             "Share groups: acknowledgements the broker answered, by type (ACCEPT, RELEASE,"
+             " REJECT, GAP) and result (ok, or the error's name: INVALID_RECORD_STATE when"
+             " the record was no longer this member's)."),
+    _counter("groupkit_share_lock_expirations_total", GT,
+             "Share groups: records whose acquisition lock ran out before they were"
+             " acknowledged."),
 )
 
 
@@ -174,6 +192,11 @@ class MetricSet:
     connection_errors_total: Counter
     transactions_total: Counter
     transaction_duration_seconds: Histogram
+    share_records_acquired_total: Counter
+    share_records_redelivered_total: Counter
+    share_delivery_count: Histogram
+    share_records_acknowledged_total: Counter
+    share_lock_expirations_total: Counter
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry

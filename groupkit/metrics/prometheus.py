@@ -41,6 +41,9 @@ from groupkit.hooks import (
     Polled,
     Processed,
     RebalanceFinished,
+    ShareLocksExpired,
+    ShareRecordsAcknowledged,
+    ShareRecordsAcquired,
     TransactionEnded,
 )
 from groupkit.metrics.definitions import METRICS, MetricSet
@@ -57,7 +60,7 @@ _NOT_FAILURES = frozenset({"", "MEMBER_ID_REQUIRED"})
 _STATES = tuple(dict.fromkeys([*(s.name for s in MemberState),
                                *(s.name for s in ConsumerMemberState)]))
 #: The requests whose answers feed the heartbeat metrics, one per group protocol.
-_HEARTBEATS = frozenset({"Heartbeat", "ConsumerGroupHeartbeat"})
+_HEARTBEATS = frozenset({"Heartbeat", "ConsumerGroupHeartbeat", "ShareGroupHeartbeat"})
 _CALLBACKS = {PartitionsAssigned: "on_assigned", PartitionsRevoked: "on_revoked",
               PartitionsLost: "on_lost"}
 
@@ -157,6 +160,9 @@ class PrometheusMetrics:
             FetchCompleted: self._fetched,
             BrokerUnreachable: self._unreachable,
             TransactionEnded: self._transaction_ended,
+            ShareRecordsAcquired: self._share_acquired,
+            ShareRecordsAcknowledged: self._share_acknowledged,
+            ShareLocksExpired: self._share_expired,
         }
 
     def __call__(self, event: Event) -> None:
@@ -264,6 +270,26 @@ class PrometheusMetrics:
                     child.set(0)
                 else:
                     metric.remove(*labels)
+
+    # --- share groups --------------------------------------------------------------------------
+
+    def _share_acquired(self, e: ShareRecordsAcquired) -> None:
+        self._child("share_records_acquired_total", e.group_id, e.topic).inc(e.records)
+        histogram = self._child("share_delivery_count", e.group_id, e.topic)
+        for count, records in e.delivery_counts:
+            for _ in range(records):
+                histogram.observe(count)
+            if count > 1:
+                self._child("share_records_redelivered_total", e.group_id, e.topic).inc(records)
+
+    def _share_acknowledged(self, e: ShareRecordsAcknowledged) -> None:
+        result = e.error or "ok"
+        for kind, records in e.counts:
+            self._child("share_records_acknowledged_total", e.group_id, e.topic, kind,
+                        result).inc(records)
+
+    def _share_expired(self, e: ShareLocksExpired) -> None:
+        self._child("share_lock_expirations_total", e.group_id, e.topic).inc(e.records)
 
     # --- consuming -----------------------------------------------------------------------------
 

@@ -86,12 +86,19 @@ class Pool:
 
     def __init__(self, worker_class: type, processes: int = 1, **settings: Any) -> None:
         from groupkit.group_consumer import _CONSUMER_SETTINGS, _OWN_SETTINGS, GroupConsumer
+        from groupkit.share_worker import SETTINGS as SHARE_WORKER_SETTINGS, ShareWorker
 
-        if not (isinstance(worker_class, type) and issubclass(worker_class, GroupConsumer)):
-            raise ConfigError(f"a Pool runs a GroupConsumer subclass, not {worker_class!r}")
+        if isinstance(worker_class, type) and issubclass(worker_class, ShareWorker):
+            # Share-group workers: the pool may be larger than the partition count.
+            worker_settings: tuple[str, ...] = SHARE_WORKER_SETTINGS
+        elif isinstance(worker_class, type) and issubclass(worker_class, GroupConsumer):
+            worker_settings = (*_CONSUMER_SETTINGS, *_OWN_SETTINGS)
+        else:
+            raise ConfigError(f"a Pool runs a GroupConsumer subclass or a ShareWorker subclass, not"
+                              f" {worker_class!r}")
         if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
             raise ConfigError(f"processes must be a whole number of at least 1, not {processes!r}")
-        known = (*_CONSUMER_SETTINGS, *_OWN_SETTINGS, *POOL_SETTINGS, "processes")
+        known = (*worker_settings, *POOL_SETTINGS, "processes")
         for name in settings:
             if name not in known:
                 close = difflib.get_close_matches(name, known, n=1)

@@ -2,8 +2,9 @@
 share group with confluent-kafka's ShareConsumer; Tansu, which has no share-group APIs.
 
 The mock gives each partition to one member, so every test starts its members and waits until
-all four partitions are held before it produces (a new share group starts at the latest
-offset). Members commit before any of them closes: on the mock, a closing connection ends every
+all four partitions are held before it produces. The groups read from the earliest offset
+(share.auto.offset.reset, a group config: the default, latest, would drop records produced
+before a partition's first fetch, which is a race in a test). Members commit before any of them closes: on the mock, a closing connection ends every
 member's share sessions on that broker (a mock quirk, see tests/support/mock_cluster.py).
 """
 
@@ -30,7 +31,8 @@ _names = itertools.count()
 @pytest.fixture(scope="module")
 def mock() -> Iterator[MockCluster]:
     # Heartbeats every 0.5 s (the mock's default is 5 s), so members hear of a join quickly.
-    with MockCluster(share_heartbeat_interval_ms=500) as cluster:
+    with MockCluster(share_auto_offset_reset="earliest",
+                     share_heartbeat_interval_ms=500) as cluster:
         cluster.warm_producer()  # before any member: see tests/support/mock_cluster.py
         yield cluster
 

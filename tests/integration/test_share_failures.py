@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def mock() -> Iterator[MockCluster]:
-    with MockCluster(share_heartbeat_interval_ms=300, share_session_timeout_ms=2000,
+    with MockCluster(share_auto_offset_reset="earliest", share_heartbeat_interval_ms=300,
+                     share_session_timeout_ms=2000,
                      share_record_lock_duration_ms=1500) as cluster:
         cluster.warm_producer()  # before any member: see tests/support/mock_cluster.py
         yield cluster

@@ -15,7 +15,9 @@ interval (5 s by default), session timeout (45 s) and acquisition lock (30 s) th
 partition to one member; Kafka's shares a partition among members, which a hand-made
 assignment shows); ``produce`` writes records with a confluent-kafka producer and
 ``share_consumer`` makes a confluent-kafka ShareConsumer peer. A new share group starts at the
-latest offset. Mock facts the share tests live with (librdkafka 2.16): any client connection
+latest offset of each partition when the partition is first fetched (as in Kafka), so records
+produced before that are not delivered; ``share_auto_offset_reset="earliest"`` (Kafka's group
+config share.auto.offset.reset) makes tests independent of when that first fetch happens. Mock facts the share tests live with (librdkafka 2.16): any client connection
 that closes on a mock broker closes every member's share sessions on that broker (their locks
 are released); no ShareGroupDescribe (77), and ListGroups does not list share groups.
 """
@@ -58,7 +60,8 @@ def _library() -> ctypes.CDLL:
     for name in ("rd_kafka_mock_sharegroup_set_heartbeat_interval",
                  "rd_kafka_mock_sharegroup_set_session_timeout",
                  "rd_kafka_mock_sharegroup_set_record_lock_duration",
-                 "rd_kafka_mock_sharegroup_set_max_delivery_attempts"):
+                 "rd_kafka_mock_sharegroup_set_max_delivery_attempts",
+                 "rd_kafka_mock_sharegroup_set_auto_offset_reset"):
         getattr(lib, name).argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.rd_kafka_topic_partition_list_new.restype = ctypes.c_void_p
     lib.rd_kafka_topic_partition_list_new.argtypes = [ctypes.c_int]
@@ -69,6 +72,10 @@ def _library() -> ctypes.CDLL:
     lib.rd_kafka_mock_sharegroup_target_assignment.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p),
         ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+    lib.rd_kafka_mock_sharegroup_get_member_ids.argtypes = [
+        ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_char_p)),
+        ctypes.POINTER(ctypes.c_size_t)]
+    lib.rd_kafka_mem_free.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     lib.rd_kafka_mock_topic_create.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
                                                ctypes.c_int]
     lib.rd_kafka_destroy.argtypes = [ctypes.c_void_p]
@@ -87,6 +94,9 @@ class MockCluster:
     share_heartbeat_interval_ms: int | None = None
     share_session_timeout_ms: int | None = None
     share_record_lock_duration_ms: int | None = None
+    #: "earliest" or "latest" (the default): where a share group starts reading a partition
+    #: it fetches for the first time (Kafka's group config share.auto.offset.reset).
+    share_auto_offset_reset: str | None = None
     bootstrap_servers: str = attrs.field(default="", init=False)
     _lib: ctypes.CDLL | None = attrs.field(default=None, init=False, repr=False)
     _handle: int | None = attrs.field(default=None, init=False, repr=False)
@@ -115,6 +125,9 @@ class MockCluster:
                 ("record_lock_duration", self.share_record_lock_duration_ms)):
             if value is not None:
                 getattr(lib, f"rd_kafka_mock_sharegroup_set_{name}")(cluster, value)
+        if self.share_auto_offset_reset is not None:
+            lib.rd_kafka_mock_sharegroup_set_auto_offset_reset(
+                cluster, {"latest": 0, "earliest": 1}[self.share_auto_offset_reset])
         self.bootstrap_servers = lib.rd_kafka_mock_cluster_bootstraps(cluster).decode()
         return self
 
@@ -148,6 +161,23 @@ class MockCluster:
         finally:
             for handle in lists:
                 lib.rd_kafka_topic_partition_list_destroy(handle)
+
+    def share_members(self, group_id: str) -> list[str]:
+        """The member ids of share group ``group_id`` as the mock's coordinator knows them."""
+        lib, cluster = self._lib, self._cluster
+        assert lib is not None and cluster is not None, "start() first"
+        ids = ctypes.POINTER(ctypes.c_char_p)()
+        count = ctypes.c_size_t()
+        if lib.rd_kafka_mock_sharegroup_get_member_ids(cluster, group_id.encode(),
+                                                       ctypes.byref(ids), ctypes.byref(count)):
+            return []
+        try:
+            return [ids[i].decode() for i in range(count.value)]
+        finally:
+            raw = ctypes.cast(ids, ctypes.POINTER(ctypes.c_void_p))
+            for i in range(count.value):
+                lib.rd_kafka_mem_free(None, raw[i])
+            lib.rd_kafka_mem_free(None, raw)
 
     def produce(self, topic: str, values: Iterable[bytes], partitions: int = 4) -> int:
         """Write ``values`` round-robin over ``partitions`` partitions; how many."""

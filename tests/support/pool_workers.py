@@ -7,6 +7,7 @@ record it processed, so a test can check what the workers did after they are gon
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -15,6 +16,8 @@ from typing import Any
 
 from groupkit.consumer import ConsumerRecord
 from groupkit.hooks import Polled
+from groupkit.share_consumer import ShareConsumerRecord
+from groupkit.share_worker import ShareWorker
 from tests.support.worker_log import LoggedWorker
 
 
@@ -115,3 +118,25 @@ class ExactlyOnceWorker(RecordingWorker):
         super().process(record)
         self.send(f"{record.topic}-out", b"%d:%d" % (record.partition, record.offset),
                   partition=record.partition)
+
+
+# --- share groups (issue 30) -------------------------------------------------------------------
+
+
+class ShareRecordingWorker(ShareWorker):
+    """A share-group worker that logs every record it processed (``kind: record`` with its
+    delivery count ``c``) to ``$POOL_TEST_DIR/<pid>.jsonl``, taking ``delay_ms`` per record."""
+
+    fetch_max_wait_ms = 100
+    max_poll_records = 10
+    delay_ms = 5
+
+    def __init__(self, hooks: Any = (), **settings: Any) -> None:
+        self._log = (Path(os.environ["POOL_TEST_DIR"]) / f"{os.getpid()}.jsonl").open("a")
+        super().__init__(hooks=hooks, **settings)
+
+    def process(self, record: ShareConsumerRecord) -> None:
+        time.sleep(self.delay_ms / 1000)
+        self._log.write(json.dumps({"kind": "record", "pid": os.getpid(), "p": record.partition,
+                                    "o": record.offset, "c": record.delivery_count}) + "\n")
+        self._log.flush()
