@@ -16,7 +16,7 @@ from assignors import TopicPartition
 from groupkit.errors import CommitFailedError, ErrorCode, UnsupportedVersionError
 from groupkit.group import GroupConfig
 from groupkit.group.kip848 import ConsumerGroupMachine, MemberState, SubscriptionHolder
-from groupkit.group.kip848.machine import new_member_id
+from groupkit.group.kip848.membership import new_member_id
 from groupkit.group.outputs import (
     Assigned,
     CommitFence,

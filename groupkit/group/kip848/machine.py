@@ -11,155 +11,64 @@ AbstractMembershipManager and (Consumer)HeartbeatRequestManager; the state chang
 ``states.TRANSITIONS``, the error codes in ``error_actions``, the heartbeat fields in
 ``heartbeat``. Topic ids are turned into names by Metadata (v10+) the member asks for itself.
 
-Over 600 lines because it is the whole of one member's life as the runtime sees it (inputs,
-answers, timers, the coordinator lookup beside the membership, commits' decisions), each step
-with the Java behaviour it follows; the bookkeeping it leans on is in ``reconciler`` and
-``heartbeat`` and the tables in ``states`` and ``error_actions``.
+The machine is built in layers, one job per module, as the classic one is: ``membership``
+(the member's record and the moves every path shares), ``reactions`` (error codes),
+``responses`` (the answers to FindCoordinator, ConsumerGroupHeartbeat and Metadata), and this
+module (the inputs, the timers and sending, and what the runtime may read).
 """
 
 from __future__ import annotations
 
-import base64
-import random
-import uuid
-from collections.abc import Callable
-
-import attrs
-
 from assignors import TopicPartition
 from groupkit.errors import (
-    BrokerError,
     CommitFailedError,
-    ErrorCode,
     FieldVersionError,
-    GroupkitError,
     IllegalStateError,
     UnsupportedVersionError,
     error_for_code,
 )
-from groupkit.group import error_actions as classic_actions, requests
-from groupkit.group.backoff import Backoff
-from groupkit.group.config import GroupConfig
-from groupkit.group.kip848.error_actions import (
-    Action,
-    commit_action,
-    heartbeat_action,
-    offset_fetch_action,
-    unsupported_error,
-)
-from groupkit.group.kip848.heartbeat import (
-    SentFields,
-    SubscriptionHolder,
-    TopicIdPartitions,
-    from_wire,
-    leave_request,
-)
-from groupkit.group.kip848.reconciler import Reconciler, Step
+from groupkit.group import requests
+from groupkit.group.kip848.error_actions import Action, commit_action, offset_fetch_action
+from groupkit.group.kip848.responses import AnsweringMember
 from groupkit.group.kip848.states import (
     HEARTBEAT_NOW,
     IN_GROUP,
-    TAKES_ASSIGNMENT,
     TERMINAL_STATES,
     MemberState,
     Trigger,
-    next_state,
 )
 from groupkit.group.outputs import (
-    Assigned,
     CommitFence,
     Coordinator,
-    CoordinatorChanged,
-    CoordinatorLost,
     Destination,
-    Fatal,
-    GenerationJoined,
     Leaving,
     Left,
-    Lost,
     Output,
-    Rebalancing,
     RequestDecision,
-    Revoked,
-    Send,
 )
-from groupkit.protocol.messages.consumer_group import (
-    JOIN_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupHeartbeatResponse,
-)
+from groupkit.protocol.messages.consumer_group import ConsumerGroupHeartbeatResponse
 from groupkit.protocol.messages.find_coordinator import FindCoordinatorResponse
 from groupkit.protocol.messages.metadata import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
 )
-from groupkit.protocol.schema import Request, Response
+from groupkit.protocol.schema import Response
 
 S = MemberState
 T = Trigger
 
-#: The name ``Assigned.protocol_name`` carries when the broker chose the assignor.
-BROKER_ASSIGNOR = "broker"
 
-
-def new_member_id() -> str:
-    """A member id as the Java client makes one (KIP-1082: the member chooses it): a random
-    uuid in URL-safe base64 without padding, 22 characters."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-
-
-@attrs.define
-class ConsumerGroupMachine:
+class ConsumerGroupMachine(AnsweringMember):
     """One member of one consumer-protocol group. Not thread-safe: one runtime thread drives it.
 
-    ``subscription`` is shared with the application (which sets it); ``remote_assignor`` is
-    the server-side assignor to ask for (None: the broker's default). ``jitter`` and
-    ``make_member_id`` are the random sources (tests pass fixed ones).
+    Built as ``ConsumerGroupMachine(config, subscription, remote_assignor=None,
+    jitter=random.random, make_member_id=new_member_id)``: ``subscription`` is shared with the
+    application (which sets it); ``remote_assignor`` is the server-side assignor to ask for
+    (None: the broker's default); ``jitter`` and ``make_member_id`` are the random sources.
     """
 
-    config: GroupConfig
-    subscription: SubscriptionHolder
-    remote_assignor: str | None = None
-    jitter: Callable[[], float] = random.random
-    make_member_id: Callable[[], str] = new_member_id
-
-    _state: MemberState = attrs.field(init=False, default=S.UNSUBSCRIBED)
-    _started: bool = attrs.field(init=False, default=False)
-    _outputs: list[Output] = attrs.field(init=False, factory=list)
-    _backoff: Backoff = attrs.field(init=False)
-    _next_token: int = attrs.field(init=False, default=1)
-    _member_id: str = attrs.field(init=False, default="")
-    _epoch: int = attrs.field(init=False, default=JOIN_GROUP_MEMBER_EPOCH)
-    _poll_deadline: float | None = attrs.field(init=False, default=None)
-
-    # The coordinator, found beside the membership as Java's CoordinatorRequestManager does.
-    _coordinator: Coordinator | None = attrs.field(init=False, default=None)
-    _find_token: int | None = attrs.field(init=False, default=None)
-    _find_failures: int = attrs.field(init=False, default=0)
-    _find_at: float = attrs.field(init=False, default=0.0)
-
-    # Heartbeats: the one in flight, the interval the coordinator gave, the back-off.
-    _heartbeat_token: int | None = attrs.field(init=False, default=None)
-    _leave_token: int | None = attrs.field(init=False, default=None)
-    _interval_s: float = attrs.field(init=False, default=0.0)
-    _beat_at: float = attrs.field(init=False, default=0.0)
-    _beat_failures: int = attrs.field(init=False, default=0)
-    _sent: SentFields = attrs.field(init=False, factory=SentFields)
-
-    # Assignments (target, reconciled, held) and topic names; Metadata asked for the names.
-    _rec: Reconciler = attrs.field(init=False, factory=Reconciler)
-    _metadata_token: int | None = attrs.field(init=False, default=None)
-    _metadata_failures: int = attrs.field(init=False, default=0)
-    _metadata_at: float = attrs.field(init=False, default=0.0)
-    _metadata_all: bool = attrs.field(init=False, default=False)
-
-    _fence: CommitFence | None = attrs.field(init=False, default=None)
-
-    def __attrs_post_init__(self) -> None:
-        self._backoff = Backoff(
-            self.config.retry_backoff_ms, self.config.retry_backoff_max_ms, self.jitter)
-        self._member_id = self.make_member_id()
+    __slots__ = ()
 
     # --- what the runtime may read -------------------------------------------------------------
 
@@ -321,6 +230,13 @@ class ConsumerGroupMachine:
     def assignment_applied(self, now: float) -> None:
         self._answered(now)
 
+    def _answered(self, now: float) -> None:
+        """The application answered a Revoked or an Assigned: move the reconciliation on."""
+        step = self._rec.answered(self._epoch, self._member_id, self._assignor_name)
+        if self._state is S.RECONCILING:
+            self._take(step)
+        self._drive(now)
+
     def request_rejoin(self, now: float, reason: str) -> None:
         """The subscription changed: it goes out with the next heartbeat, sent now."""
         if self._state is S.UNSUBSCRIBED and self._started:
@@ -376,151 +292,7 @@ class ConsumerGroupMachine:
         self._drive(now)
         return decision
 
-    # --- answers -------------------------------------------------------------------------------
-
-    def _on_find(self, resp: FindCoordinatorResponse, now: float) -> None:
-        code, message, (node_id, host, port) = requests.coordinator_answer(
-            resp, self.config.group_id)
-        if code:
-            action = classic_actions.action_for(classic_actions.Api.FIND_COORDINATOR, code)
-            if action is classic_actions.Action.FATAL:
-                self._fail(error_for_code(code)(message))
-                return
-            self._find_failures += 1
-            self._find_at = now + self._backoff.delay(self._find_failures)
-            return
-        self._find_failures = 0
-        self._coordinator = Coordinator(node_id, host, port)
-        self._outputs.append(CoordinatorChanged(node_id, host, port))
-
-    def _on_heartbeat(self, resp: ConsumerGroupHeartbeatResponse, now: float) -> None:
-        code = resp.error_code
-        if code:
-            self._on_heartbeat_error(code, resp.error_message, now)
-            return
-        self._beat_failures = 0
-        interval = max(0, resp.heartbeat_interval_ms) / 1000
-        if interval != self._interval_s:
-            # Java's updateHeartbeatIntervalMs: a new interval restarts the timer from now.
-            self._interval_s = interval
-            self._beat_at = now + interval
-        if self._state not in IN_GROUP:
-            return  # an answer that crossed a leave, a fence or a failure
-        if resp.member_id:
-            self._member_id = resp.member_id
-        if resp.member_epoch != self._epoch and resp.member_epoch > 0:
-            self._outputs.append(GenerationJoined(
-                self._member_id, resp.member_epoch, self._assignor_name, False, 0,
-                f"member epoch {resp.member_epoch} (the coordinator assigns, with"
-                f" {self.remote_assignor or 'its default assignor'})"))
-        self._epoch = resp.member_epoch
-        if resp.assignment is not None and self._state in TAKES_ASSIGNMENT:
-            self._assignment_received(from_wire(resp.assignment.topic_partitions))
-
-    def _on_heartbeat_error(self, code: int, message: str | None, now: float) -> None:
-        # Java's onErrorResponse: every error resets the sent fields (the next heartbeat is a
-        # full one) and counts a failed attempt before the code decides the rest.
-        self._sent.reset()
-        self._beat_failures += 1
-        self._beat_at = now + self._backoff.delay(self._beat_failures)
-        action = heartbeat_action(code)
-        error = error_for_code(code)(message or None)
-        match action:
-            case Action.REDISCOVER:
-                self._beat_failures = 0
-                self._beat_at = now
-                self._coordinator_lost(now, f"ConsumerGroupHeartbeat answered {error.name}")
-            case Action.BACK_OFF:
-                pass
-            case Action.FENCE:
-                self._beat_failures = 0
-                self._beat_at = now
-                self._fenced(f"ConsumerGroupHeartbeat answered {error.name} (member"
-                             f" {self._member_id}, epoch {self._epoch})")
-            case _:
-                if code == ErrorCode.UNSUPPORTED_VERSION:
-                    error = self._unsupported(error)
-                self._fail(error)
-
-    def _on_metadata(self, resp: MetadataResponse, now: float) -> None:
-        self._rec.learn(resp)
-        if self._rec.unresolved():
-            # Asked by name and still missing: the next ask is for every topic.
-            self._metadata_all = True
-            self._metadata_failures += 1
-            self._metadata_at = now + self._backoff.delay(self._metadata_failures)
-        else:
-            self._metadata_failures = 0
-        if self._state is S.RECONCILING:
-            self._reconcile()
-
-    # --- reconciliation (Java's AbstractMembershipManager; the bookkeeping is the Reconciler's)
-
-    def _assignment_received(self, partitions: TopicIdPartitions) -> None:
-        if self._rec.receive(partitions):
-            if self._state is not S.RECONCILING:
-                self._outputs.append(Rebalancing("the coordinator sent a new target assignment"))
-            self._go(T.ASSIGNMENT_RECEIVED)
-            self._reconcile()
-        elif self._state in (S.RECONCILING, S.JOINING):
-            self._go(T.NOTHING_TO_RECONCILE)
-
-    def _reconcile(self) -> None:
-        self._take(self._rec.reconcile(self._epoch, self._member_id, self._assignor_name))
-
-    def _answered(self, now: float) -> None:
-        """The application answered a Revoked or an Assigned: move the reconciliation on."""
-        step = self._rec.answered(self._epoch, self._member_id, self._assignor_name)
-        if self._state is S.RECONCILING:
-            self._take(step)
-        self._drive(now)
-
-    def _take(self, step: tuple[Step, Revoked | Assigned | None]) -> None:
-        kind, output = step
-        if output is not None:
-            self._outputs.append(output)
-        if kind is Step.RECONCILED:
-            self._go(T.RECONCILED)
-
-    @property
-    def _assignor_name(self) -> str:
-        return self.remote_assignor or BROKER_ASSIGNOR
-
-    # --- membership moves ----------------------------------------------------------------------
-
-    def _join(self) -> None:
-        self._go(T.SUBSCRIBED)
-        self._rejoin_as_new_epoch()
-
-    def _rejoin_as_new_epoch(self) -> None:
-        """Java's ``transitionToJoining``: epoch 0, every field in the next heartbeat, sent now."""
-        self._epoch = JOIN_GROUP_MEMBER_EPOCH
-        self._rec.forget_target()
-        self._sent.reset()
-        self._beat_at = 0.0
-        self._outputs.append(Rebalancing("joining the group"))
-
-    def _release(self, reason: str) -> None:
-        """Give up everything without an orderly revoke: the partitions are Lost."""
-        held = self._rec.release()
-        if held:
-            self._outputs.append(Lost(held, reason))
-
-    def _fenced(self, reason: str) -> None:
-        """FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: lose everything, rejoin with epoch 0 and
-        the same member id (Java's ``transitionToFenced``; it keeps the member id)."""
-        self._go(T.FENCED)
-        self._epoch = JOIN_GROUP_MEMBER_EPOCH
-        self._release(reason)
-        self._go(T.LOST_RELEASED)
-        self._rejoin_as_new_epoch()
-
-    def _coordinator_lost(self, now: float, reason: str) -> None:
-        if self._coordinator is not None:
-            self._outputs.append(CoordinatorLost(reason))
-        self._coordinator = None
-        if self._heartbeat_token is not None:
-            self._heartbeat_token = None  # its answer, should it come, is ignored
+    # --- timers and sending --------------------------------------------------------------------
 
     def _poll_expired(self, now: float) -> None:
         """No poll within max_poll_interval_ms: leave (epoch -1/-2) without waiting for the
@@ -536,56 +308,6 @@ class ConsumerGroupMachine:
         self._go(T.LEFT_STALE)
         self._release(reason)
         self._outputs.append(Left(reason))
-
-    def _send_leave(self, expect_answer: bool = True) -> None:
-        static = self.config.is_static and not self.config.leave_group_on_close
-        self._epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH if static else LEAVE_GROUP_MEMBER_EPOCH
-        self._heartbeat_token = None
-        self._sent.reset()
-        token = self._send(leave_request(self.config, self._member_id, self._epoch),
-                           heartbeat=True)
-        if expect_answer:
-            self._leave_token = token
-
-    def _finish_leave(self, reason: str) -> None:
-        self._heartbeat_token = None
-        self._leave_token = None
-        self._rec.release()
-        self._go(T.LEAVE_FINISHED if self._state is S.LEAVING else T.STOPPED)
-        self._outputs.append(Left(reason))
-
-    def _fail(self, error: GroupkitError) -> None:
-        if self.finished:
-            return
-        if self._state in IN_GROUP or self._state is S.FENCED:
-            self._release(f"the member stopped: {error}")
-        self._heartbeat_token = None
-        self._leave_token = None
-        self._go(T.FAILED)
-        self._outputs.append(Fatal(error))
-
-    def _unsupported(self, error: BaseException) -> UnsupportedVersionError:
-        return unsupported_error(self._coordinator, error)
-
-    # --- commits and fetches -------------------------------------------------------------------
-
-    def _request_decision(self, action: Action, error: BrokerError, attempt: int,
-                          now: float) -> RequestDecision:
-        match action:
-            case Action.BACK_OFF:
-                return RequestDecision(action, self._backoff.delay(attempt), None)
-            case Action.REDISCOVER:
-                if self._coordinator is not None:
-                    self._coordinator_lost(now, f"a commit or offset fetch answered {error.name}")
-                return RequestDecision(action, self._backoff.delay(attempt), None)
-            case Action.REFUSE_COMMIT:
-                return RequestDecision(action, None, CommitFailedError(
-                    f"the commit was refused ({error}); the member's epoch is no longer the"
-                    " group's"))
-            case _:
-                return RequestDecision(action, None, error)
-
-    # --- timers and sending --------------------------------------------------------------------
 
     def _wants_coordinator(self) -> bool:
         return self._state in IN_GROUP or self._state is S.LEAVING
@@ -648,18 +370,3 @@ class ConsumerGroupMachine:
         self._metadata_token = self._send(
             MetadataRequest(topics=topics, allow_auto_topic_creation=False),
             destination=Destination.ANY_BROKER)
-
-    def _send(self, request: Request, *, destination: Destination = Destination.COORDINATOR,
-              heartbeat: bool = False) -> int:
-        token = self._next_token
-        self._next_token = token + 1
-        self._outputs.append(Send(token, request, destination, heartbeat=heartbeat))
-        return token
-
-    def _go(self, trigger: Trigger) -> None:
-        self._state = next_state(self._state, trigger)
-
-    def _wrong_type(self, token: int, response: Response) -> IllegalStateError:
-        return IllegalStateError(
-            f"request {token} got a {type(response).__name__}, which answers another request;"
-            " pass the response decoded for that request")
