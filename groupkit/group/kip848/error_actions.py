@@ -15,6 +15,7 @@ from groupkit.errors import (
     ErrorCode,
     FeatureUnsupportedError,
     FieldVersionError,
+    RequestDroppedError,
     UnsupportedVersionError,
 )
 from groupkit.group.outputs import Coordinator
@@ -120,7 +121,11 @@ def offset_fetch_action(code: int) -> Action:
 def unsupported_error(coordinator: Coordinator | None,
                       error: BaseException) -> UnsupportedVersionError:
     """What a member tells the application when its coordinator cannot take its heartbeats:
-    the broker, the API it lacks and the fix (Java says "Set group.protocol=classic")."""
+    the broker, the API it lacks and the fix (Java says "Set group.protocol=classic"). A broker
+    that has the API but drops the version in use (RequestDroppedError) is named as it is: its
+    error already says which version and which ``api_version`` pin avoids it."""
+    if isinstance(error, RequestDroppedError):
+        return error
     where = ("the group coordinator" if coordinator is None else
              f"the group coordinator {coordinator.host}:{coordinator.port}"
              f" (node {coordinator.node_id})")
@@ -133,5 +138,5 @@ def unsupported_error(coordinator: Coordinator | None,
     return FeatureUnsupportedError(
         f"{where} does not offer ConsumerGroupHeartbeat (API 68), which"
         " group_protocol='consumer' needs (Apache Kafka 4.0+, or 3.7+ with the new group"
-        " coordinator enabled); use group_protocol='classic' with this cluster",
-        feature="group_protocol='consumer' (KIP-848)", release="4.0")
+        " coordinator enabled); use group_protocol='classic' with this cluster"
+        f" ({error})", feature="group_protocol='consumer' (KIP-848)", release="4.0")

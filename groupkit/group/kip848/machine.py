@@ -188,6 +188,10 @@ class ConsumerGroupMachine(AnsweringMember):
         self._drive(now)
 
     def on_request_failed(self, token: int, error: BaseException, now: float) -> None:
+        """A request got no answer. A version the broker cannot serve (UnsupportedVersionError,
+        RequestDroppedError, FieldVersionError) stops the member with the error that says why,
+        as the classic machine does: every retry would fail alike. Only a leave finishes
+        anyway."""
         if token == self._heartbeat_token:
             self._heartbeat_token = None
             if isinstance(error, UnsupportedVersionError | FieldVersionError):
@@ -206,12 +210,18 @@ class ConsumerGroupMachine(AnsweringMember):
                                    " drops the member when its session expires")
         elif token == self._find_token:
             self._find_token = None
-            self._find_failures += 1
-            self._find_at = now + self._backoff.delay(self._find_failures)
+            if isinstance(error, UnsupportedVersionError | FieldVersionError):
+                self._fail(error)  # as the classic machine: no retry can send it
+            else:
+                self._find_failures += 1
+                self._find_at = now + self._backoff.delay(self._find_failures)
         elif token == self._metadata_token:
             self._metadata_token = None
-            self._metadata_failures += 1
-            self._metadata_at = now + self._backoff.delay(self._metadata_failures)
+            if isinstance(error, UnsupportedVersionError | FieldVersionError):
+                self._fail(error)
+            else:
+                self._metadata_failures += 1
+                self._metadata_at = now + self._backoff.delay(self._metadata_failures)
         self._drive(now)
 
     def application_polled(self, now: float) -> None:
