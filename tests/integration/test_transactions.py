@@ -6,9 +6,10 @@ at the sans-IO layer (tests/txn) and with a scripted answer here.
 
 Tansu quirk: it writes the abort marker but answers read_committed Fetches with an empty
 ``aborted_transactions`` list, so no reader (confluent-kafka's included) can filter aborted
-records there. The tests therefore check what the coordinator did in the log itself (the
-aborted records followed by an ABORT marker of the same producer) and that read_committed
-readers get every committed record, never that aborted ones are delivered.
+records there. The tests here therefore check what the coordinator did in the log itself (the
+aborted records followed by an ABORT marker of the same producer); read_committed filtering is
+shown in tests/integration/test_read_committed.py, through a proxy that adds the list Kafka
+would send.
 """
 
 from __future__ import annotations
@@ -39,9 +40,7 @@ from tests.support.txn_data import (
     WAIT,
     committed_view,
     log_entries,
-    read_confluent,
     read_groupkit,
-    read_kafka_python,
     until,
 )
 
@@ -319,87 +318,8 @@ def test_init_transactions_keeps_its_timeout(proxy, unique_name) -> None:  # noq
         producer.init_transactions(WAIT)
 
 
-# --- interop -------------------------------------------------------------------------------------
-
-
-def _groupkit_transactions(bootstrap: str, topic: str, txn_id: str) -> None:
-    with Producer(bootstrap_servers=bootstrap, transactional_id=txn_id) as producer:
-        producer.init_transactions(WAIT)
-        producer.begin_transaction()
-        producer.send(topic, b"c0", partition=0)
-        producer.send(topic, b"c1", partition=1)
-        producer.commit_transaction(WAIT)
-        producer.begin_transaction()
-        producer.send(topic, b"aborted", partition=0)
-        producer.flush(WAIT)
-        producer.abort_transaction(WAIT)
-        producer.begin_transaction()
-        producer.send(topic, b"end", partition=1)
-        producer.commit_transaction(WAIT)
-
-
-@pytest.mark.parametrize("reader", [read_confluent, read_kafka_python],
-                         ids=["confluent-kafka", "kafka-python"])
-def test_peers_read_committed_groupkit_transactions(kafka_broker, unique_name, reader) -> None:  # noqa: F811
-    bootstrap = kafka_broker.bootstrap_servers
-    topic = unique_name("gk")
-    create_topic(bootstrap, topic, 2)
-    _groupkit_transactions(bootstrap, topic, unique_name("tx"))
-    reader(bootstrap, topic, until(b"c0", b"c1", b"end"))
-    assert committed_view(log_entries(bootstrap, topic, 0)) == [b"c0"]
-    assert committed_view(log_entries(bootstrap, topic, 1)) == [b"c1", b"end"]
-
-
-def _confluent_transactions(bootstrap: str, topic: str, txn_id: str) -> None:
-    import confluent_kafka
-
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap,
-                                         "transactional.id": txn_id, "log_level": 0})
-    producer.init_transactions(WAIT)
-    producer.begin_transaction()
-    producer.produce(topic, b"c0", partition=0)
-    producer.produce(topic, b"c1", partition=1)
-    producer.commit_transaction(WAIT)
-    producer.begin_transaction()
-    producer.produce(topic, b"aborted", partition=0)
-    producer.flush(WAIT)
-    producer.abort_transaction(WAIT)
-    producer.begin_transaction()
-    producer.produce(topic, b"end", partition=1)
-    producer.commit_transaction(WAIT)
-
-
-def _kafka_python_transactions(bootstrap: str, topic: str, txn_id: str) -> None:
-    import kafka
-
-    producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send(topic, b"c0", partition=0)
-        producer.send(topic, b"c1", partition=1)
-        producer.commit_transaction()
-        producer.begin_transaction()
-        producer.send(topic, b"aborted", partition=0)
-        producer.flush()
-        producer.abort_transaction()
-        producer.begin_transaction()
-        producer.send(topic, b"end", partition=1)
-        producer.commit_transaction()
-    finally:
-        producer.close()
-
-
-@pytest.mark.parametrize("writer", [_confluent_transactions, _kafka_python_transactions],
-                         ids=["confluent-kafka", "kafka-python"])
-def test_groupkit_reads_committed_peer_transactions(kafka_broker, unique_name, writer) -> None:  # noqa: F811
-    bootstrap = kafka_broker.bootstrap_servers
-    topic = unique_name("peer")
-    create_topic(bootstrap, topic, 2)
-    writer(bootstrap, topic, unique_name("tx"))
-    read_groupkit(bootstrap, topic, 2, until(b"c0", b"c1", b"end"))
-    assert committed_view(log_entries(bootstrap, topic, 0)) == [b"c0"]
-    assert committed_view(log_entries(bootstrap, topic, 1)) == [b"c1", b"end"]
+# Interop with confluent-kafka's and kafka-python's transactional producers and read_committed
+# consumers, both ways: tests/integration/test_read_committed.py.
 
 
 def test_idempotence_against_a_release_without_it_fails_records_at_once(

@@ -16,6 +16,11 @@ key (from a matching client id) hit its connection with one of
   and the client's socket is reset when it arrives (a write the client cannot know happened).
 Each firing is kept in ``fired``.
 
+``rewriters`` maps an API key to a function that may change the broker's answers of that API
+before the client gets them: ``rewrite(connection, version, request_frame, response_frame)``
+returns the response frame to send on (the exchange keeps the broker's own bytes); see
+``tests/support/kafka_fetch_view.py``.
+
 Plain threads and blocking sockets; everything it starts it stops in ``stop()`` (bounded).
 """
 
@@ -154,6 +159,8 @@ class RecordingProxy:
     connect_timeout: float = 5.0
     #: The port to listen on; 0 picks a free one (a fixed one lets a test bring a proxy back).
     listen_port: int = 0
+    #: API key -> rewrite(connection, version, request frame, response frame) -> response frame.
+    rewriters: dict[int, Callable[[int, int, bytes, bytes], bytes]] = attrs.field(factory=dict)
     port: int = attrs.field(default=0, init=False)
     errors: list[str] = attrs.field(factory=list, init=False)
     _listener: socket.socket | None = attrs.field(default=None, init=False, repr=False)
@@ -394,6 +401,15 @@ class RecordingProxy:
         if record is None:
             self._error(f"connection {connection}: response to unknown request {correlation_id}")
             return prefix + frame
+        rewriter = self.rewriters.get(record.api_key)
+        if rewriter is not None:
+            try:
+                answer = rewriter(connection, record.api_version, record.request, frame)
+            except Exception as exc:  # a rewriter's bug is the test's finding, not a dead pump
+                self._error(f"connection {connection}: cannot rewrite API {record.api_key} "
+                            f"v{record.api_version}: {exc}")
+                return prefix + frame
+            return len(answer).to_bytes(4, "big") + answer
         response_cls = _REWRITTEN.get(record.api_key)
         if response_cls is None:
             return prefix + frame

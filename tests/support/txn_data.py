@@ -82,10 +82,13 @@ def until(*markers: bytes) -> Callable[[list[bytes]], bool]:
     return lambda values: set(markers) <= set(values)
 
 
-def log_entries(bootstrap: str, topic: str, partition: int) -> list[tuple[object, int]]:
+def log_entries(bootstrap: str, topic: str, partition: int,
+                check_crc: bool = True) -> list[tuple[object, int]]:
     """What the log of one partition holds, from offset 0, read raw with groupkit's Fetch:
     each record's value, and each transaction marker as "COMMIT" or "ABORT", with the
-    producer id that wrote it. Shows what a coordinator did whatever a reader filters."""
+    producer id that wrote it. Shows what a coordinator did whatever a reader filters.
+    (The mock cluster answers one batch per Fetch and writes its markers with CRC 0:
+    ``check_crc=False`` there.)"""
     from groupkit.config import ClientConfig
     from groupkit.protocol.messages.fetch import (
         FetchRequest,
@@ -98,19 +101,28 @@ def log_entries(bootstrap: str, topic: str, partition: int) -> list[tuple[object
     cluster = Cluster(ClientConfig(bootstrap_servers=bootstrap))
     try:
         topic_id = cluster.refresh([topic]).topics[topic].topic_id
-        request = FetchRequest(max_wait_ms=100, min_bytes=1, topics=[FetchRequestTopic(
-            topic=topic, topic_id=topic_id, partitions=[FetchRequestPartition(
-                partition=partition, fetch_offset=0, partition_max_bytes=1 << 20)])])
-        answer = cluster.send_to_leader(topic, partition, request).result(WAIT)
-        records = answer.responses[0].partitions[0].records or b""
         out: list[tuple[object, int]] = []
-        for batch in decode_batches(records):
-            if batch.is_control:
-                kind = control_type(batch.records[0])
-                out.append(("COMMIT" if kind == CONTROL_COMMIT else "ABORT", batch.producer_id))
-            else:
-                out.extend((r.value, batch.producer_id) for r in batch.records)
-        return out
+        offset = 0
+        while True:
+            request = FetchRequest(max_wait_ms=100, min_bytes=1, topics=[FetchRequestTopic(
+                topic=topic, topic_id=topic_id, partitions=[FetchRequestPartition(
+                    partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20)])])
+            answer = cluster.send_to_leader(topic, partition, request).result(WAIT)
+            part = answer.responses[0].partitions[0]
+            batches = [b for b in decode_batches(part.records or b"", check_crc=check_crc)
+                       if b.last_offset >= offset]
+            for batch in batches:
+                if batch.is_control:
+                    kind = control_type(batch.records[0])
+                    out.append(("COMMIT" if kind == CONTROL_COMMIT else "ABORT",
+                                batch.producer_id))
+                else:
+                    out.extend((r.value, batch.producer_id) for r in batch.records)
+            if not batches:
+                return out
+            offset = batches[-1].last_offset + 1
+            if offset >= part.high_watermark:
+                return out
     finally:
         cluster.close()
 
@@ -130,3 +142,115 @@ def committed_view(entries: list[tuple[object, int]]) -> list[bytes]:
             assert isinstance(value, bytes)
             pending.setdefault(pid, []).append(value)
     return out
+
+
+# --- two transactional producers of one client, commits and aborts interleaved ----------------
+
+#: What ``interleaved_transactions`` leaves for a read_committed reader, and what it aborts.
+INTERLEAVED_COMMITTED = [b"A1-0", b"A1-1", b"A3-0", b"A3-1", b"end-0", b"end-1"]
+INTERLEAVED_ABORTED = [b"B1-0", b"B1-1", b"B1-0b", b"A2-0"]
+
+
+class _GroupkitTxn:
+    def __init__(self, bootstrap: str, txn_id: str) -> None:
+        from groupkit.producer import Producer
+
+        self.p = Producer(bootstrap_servers=bootstrap, transactional_id=txn_id)
+        self.p.init_transactions(WAIT)
+
+    def begin(self) -> None:
+        self.p.begin_transaction()
+
+    def send(self, topic: str, value: bytes, partition: int) -> None:
+        self.p.send(topic, value, partition=partition)
+
+    def flush(self) -> None:
+        self.p.flush(WAIT)
+
+    def commit(self) -> None:
+        self.p.commit_transaction(WAIT)
+
+    def abort(self) -> None:
+        self.p.abort_transaction(WAIT)
+
+    def close(self) -> None:
+        self.p.close(5)
+
+
+class _ConfluentTxn(_GroupkitTxn):
+    def __init__(self, bootstrap: str, txn_id: str) -> None:
+        import confluent_kafka
+
+        self.p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "log_level": 0,
+                                           "transactional.id": txn_id, "linger.ms": 0})
+        self.p.init_transactions(WAIT)
+
+    def send(self, topic: str, value: bytes, partition: int) -> None:
+        self.p.produce(topic, value, partition=partition)
+
+    def flush(self) -> None:
+        assert self.p.flush(WAIT) == 0
+
+    def close(self) -> None:
+        self.p.flush(5)
+
+
+class _KafkaPythonTxn(_GroupkitTxn):
+    def __init__(self, bootstrap: str, txn_id: str) -> None:
+        import kafka
+
+        self.p = kafka.KafkaProducer(bootstrap_servers=bootstrap, transactional_id=txn_id)
+        self.p.init_transactions()
+
+    def begin(self) -> None:
+        self.p.begin_transaction()
+
+    def flush(self) -> None:
+        self.p.flush(WAIT)
+
+    def commit(self) -> None:
+        self.p.commit_transaction()
+
+    def abort(self) -> None:
+        self.p.abort_transaction()
+
+    def close(self) -> None:
+        self.p.close(5)
+
+
+TRANSACTIONAL_PRODUCERS = {"groupkit": _GroupkitTxn, "confluent-kafka": _ConfluentTxn,
+                           "kafka-python": _KafkaPythonTxn}
+
+
+def interleaved_transactions(client: str, bootstrap: str, topic: str) -> None:
+    """Two transactional producers of ``client`` write to ``topic``'s partitions 0 and 1,
+    their transactions open at once: A's first commits while B's, whose records lie between
+    A's, aborts; then A aborts one and commits the next; B commits the ends. Each record is
+    flushed before the next step, so the log holds every record, aborted ones included."""
+    make = TRANSACTIONAL_PRODUCERS[client]
+    a = make(bootstrap, f"{topic}-a")
+    b = make(bootstrap, f"{topic}-b")
+    try:
+        a.begin()
+        b.begin()
+        for producer, value, partition in ((a, b"A1-0", 0), (b, b"B1-0", 0), (a, b"A1-1", 1),
+                                           (b, b"B1-1", 1), (b, b"B1-0b", 0)):
+            producer.send(topic, value, partition)
+            producer.flush()
+        a.commit()
+        b.abort()
+        a.begin()
+        a.send(topic, b"A2-0", 0)
+        a.flush()
+        a.abort()
+        a.begin()
+        a.send(topic, b"A3-0", 0)
+        a.send(topic, b"A3-1", 1)
+        a.commit()
+        b.begin()
+        b.send(topic, b"end-0", 0)
+        b.send(topic, b"end-1", 1)
+        b.commit()
+    finally:
+        a.close()
+        b.close()
