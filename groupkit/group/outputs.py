@@ -32,6 +32,10 @@ class CommitFence:
     generation_id: int
     member_id: str
     group_instance_id: str | None
+    #: ``generation_id`` is a member epoch of the consumer group protocol (KIP-848): an
+    #: OffsetFetch (v9+) carries it with the member id too, as Java's CommitRequestManager
+    #: sends them; a classic generation goes only on OffsetCommit.
+    member_epoch: bool = False
 
 
 @attrs.frozen

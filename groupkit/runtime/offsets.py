@@ -73,6 +73,22 @@ _COORDINATOR_CODES = frozenset({
     ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_COORDINATOR})
 
+#: The first OffsetFetch version that carries a member id and epoch (KIP-848).
+_MEMBER_EPOCH_FETCH = 9
+#: Codes by which a coordinator refuses the member id and epoch an OffsetFetch carried: the
+#: member's machine decides what follows (``OffsetStore._member_refused``).
+_MEMBER_FETCH_CODES = frozenset({ErrorCode.STALE_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
+
+
+class _MemberRefused(Exception):
+    """An OffsetFetch carrying ``fence`` was answered ``code`` (one of _MEMBER_FETCH_CODES)."""
+
+    def __init__(self, code: int, fence: CommitFence) -> None:
+        super().__init__(code)
+        self.code = code
+        self.fence = fence
+
+
 #: What a commit stores per partition: the next offset, or it with metadata.
 CommitOffset = int | OffsetAndMetadata
 CommitCallback = Callable[[Mapping[TopicPartition, CommitOffset], BaseException | None], None]
@@ -124,12 +140,47 @@ class OffsetStore:
             attempt += 1
             try:
                 return self._fetch_committed(wanted, deadline)
+            except _MemberRefused as refused:
+                self._member_refused(refused, attempt, deadline)
             except GroupkitError as exc:
                 if not getattr(exc, "retriable", False) and not isinstance(
                         exc, KafkaConnectionError | RequestTimeoutError):
                     raise
                 self.cluster.invalidate_coordinator(self.group_id)
                 self._pause(attempt, deadline, exc, "OffsetFetch")
+
+    def _member_fence(self, version: int) -> CommitFence | None:
+        """The member id and epoch an OffsetFetch at ``version`` carries: those of a
+        consumer-protocol member in its group, from v9 (Java's CommitRequestManager sends them
+        whenever the member has an epoch; its request builder drops them below v9). None for a
+        classic member, a consumer outside a group, or an older version."""
+        runner = self.group()
+        if runner is None or version < _MEMBER_EPOCH_FETCH:
+            return None
+        try:
+            fence = runner.commit_fence()
+        except CommitFailedError:
+            return None
+        return fence if fence.member_epoch else None
+
+    def _member_refused(self, refused: _MemberRefused, attempt: int, deadline: float) -> None:
+        """The coordinator refused the member epoch an OffsetFetch carried: the member's
+        machine decides (Java's CommitRequestManager: STALE_MEMBER_EPOCH is retried, with the
+        epoch the member holds by then, while it holds one; otherwise it, and
+        UNKNOWN_MEMBER_ID, fail the fetch). Raises, or waits and returns for the retry."""
+        runner = self.group()
+        assert runner is not None  # a member epoch went out, so there is a member
+        decision = runner.offset_fetch_error(refused.code, attempt,
+                                             max(0.1, deadline - time.monotonic()))
+        if decision.error is not None:
+            raise decision.error
+        delay = decision.retry_after or 0.0
+        if time.monotonic() + delay >= deadline:
+            raise RequestTimeoutError(
+                f"OffsetFetch did not succeed within the timeout (last error:"
+                f" {error_for_code(refused.code).name} for member {refused.fence.member_id}"
+                f" at epoch {refused.fence.generation_id}); pass a longer timeout")
+        time.sleep(delay)
 
     def _fetch_committed(self, wanted: list[TopicPartition],
                          deadline: float) -> dict[TopicPartition, OffsetAndMetadata | None]:
@@ -138,9 +189,12 @@ class OffsetStore:
         node = self.cluster.coordinator(self.group_id, deadline=deadline)
         version = self.cluster.require_version(node, ApiKey.OFFSET_FETCH, deadline)
         topics = _by_topic(wanted)
+        fence = self._member_fence(version)
         if version >= 8:
             request = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(
                 group_id=self.group_id,
+                member_id=None if fence is None else fence.member_id,
+                member_epoch=-1 if fence is None else fence.generation_id,
                 topics=[OffsetFetchRequestTopics(name=t, partition_indexes=p)
                         for t, p in topics.items()])], require_stable=True)
         else:
@@ -156,6 +210,8 @@ class OffsetStore:
             group = next((g for g in response.groups if g.group_id == self.group_id), None)
             if group is None:
                 raise KafkaConnectionError("OffsetFetch answered without the group asked for")
+            if fence is not None and group.error_code in _MEMBER_FETCH_CODES:
+                raise _MemberRefused(group.error_code, fence)
             _raise_code(group.error_code, "OffsetFetch")
             entries = [(t.name, p) for t in group.topics for p in t.partitions]
         else:

@@ -328,7 +328,7 @@ def test_the_member_epoch_fences_commits_and_none_is_offered_while_joining() -> 
     with pytest.raises(CommitFailedError, match="JOINING"):
         machine.commit_fence()
     _stable(machine, outs)
-    assert machine.commit_fence() == CommitFence(5, "me", "inst")
+    assert machine.commit_fence() == CommitFence(5, "me", "inst", member_epoch=True)
 
 
 @pytest.mark.parametrize("code", [ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE])

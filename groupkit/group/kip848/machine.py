@@ -107,16 +107,18 @@ class ConsumerGroupMachine(AnsweringMember):
         return None  # an answer may carry an assignment: never deferred
 
     def commit_fence(self) -> CommitFence:
-        """The member id and epoch an OffsetCommit carries (v9+), or CommitFailedError when the
-        member holds no epoch the coordinator would accept. While the coordinator is unknown
-        the epoch is kept, as Java keeps it: the commit waits for the coordinator within its
-        own deadline, and the coordinator fences it if it is stale."""
+        """The member id and epoch an OffsetCommit and an OffsetFetch carry (v9+), or
+        CommitFailedError when the member holds no epoch the coordinator would accept. While
+        the coordinator is unknown the epoch is kept, as Java keeps it: the commit waits for
+        the coordinator within its own deadline, and the coordinator fences it if it is
+        stale."""
         if self._state in IN_GROUP and self._epoch > 0:
             fence = self._fence
             if fence is None or fence.generation_id != self._epoch \
                     or fence.member_id != self._member_id:
                 fence = self._fence = CommitFence(self._epoch, self._member_id,
-                                                  self.config.group_instance_id)
+                                                  self.config.group_instance_id,
+                                                  member_epoch=True)
             return fence
         raise CommitFailedError(
             f"cannot commit while the member is {self._state.name}: it holds no member epoch"
