@@ -83,6 +83,9 @@ _PRODUCE = int(ApiKey.PRODUCE)
 #: How many times in a row a broker may close the connection right after the same request at
 #: the same version before that version is taken as one it cannot serve (``_dropped``).
 _DROPS_TO_GIVE_UP = 3
+#: "Right after": the close comes within this many seconds of the request (a broker that
+#: cannot read a request closes at once; one that dies while holding a request is an outage).
+_DROP_WINDOW_S = 1.0
 
 
 @attrs.define(eq=False)
@@ -583,15 +586,16 @@ class BrokerConnection:
                 f"the connection to {self.address} broke: {exc}; the next send reconnects"))
 
     def _dropped(self, link: _Link, reason: str) -> None:
-        """The broker closed ``link`` (or reset it). When it did so right after a request, before
-        answering anything on the link, that request's API and version are counted: the same
-        one dropped ``_DROPS_TO_GIVE_UP`` times in a row is a version the broker advertises but
-        cannot serve, and fails with RequestDroppedError naming the ``api_version`` pin that
-        avoids it (the caller raises it; a group member stops with it) instead of a reconnect
-        loop that would try it forever."""
+        """The broker closed ``link`` (or reset it). When it did so right after a request (within
+        ``_DROP_WINDOW_S``), before answering anything on the link, its API and version are
+        counted: the same one dropped ``_DROPS_TO_GIVE_UP`` times in a row is a version the
+        broker advertises but cannot serve, and fails with RequestDroppedError naming the
+        ``api_version`` pin that avoids it (the caller raises it; a group member stops with
+        it) instead of a reconnect loop that would try it forever."""
         with link.lock:
             head = link.pending[0] if link.pending else None
-        if head is None or head.handshake or link.answered:
+        if head is None or head.handshake or link.answered \
+                or time.monotonic() - head.sent_at > _DROP_WINDOW_S:
             self._drops = None
             self._fail_link(link, KafkaConnectionError(f"{reason}; the next send reconnects"))
             return

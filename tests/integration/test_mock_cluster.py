@@ -129,3 +129,23 @@ def test_without_the_pin_the_member_stops_once_saying_which_pin_to_use(
     closed = [r for r in caplog.records if "closed the connection" in r.getMessage()
               and r.name == "groupkit.runtime.reachability" and r.levelno >= logging.INFO]
     assert len(closed) == 1, [r.getMessage() for r in closed]
+
+
+@pytest.mark.parametrize("pin", ["auto", "2.3"])
+def test_commit_and_committed_work_on_the_mock_with_or_without_a_pin(
+        mock_cluster: tuple[object, str], pin: str) -> None:
+    # The mock's OffsetFetch stops at v6, which cannot carry require_stable: the flag is
+    # dropped there as the Java consumer drops it (it raised FieldVersionError before).
+    producer, bootstrap = mock_cluster
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    produce(producer, topic, range(8))
+    tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    with Consumer(bootstrap_servers=bootstrap, group_id=f"g-{uuid.uuid4().hex[:8]}",
+                  api_version=pin, enable_auto_commit=False) as consumer:
+        consumer.assign(tps)
+        assert consumer.committed(tps, 10) == dict.fromkeys(tps)
+        consumer.commit({tps[0]: 1, tps[1]: 2}, timeout=10)
+        committed = consumer.committed(tps, 10)
+        assert (committed[tps[0]].offset, committed[tps[1]].offset) == (1, 2)
+        assert committed[tps[2]] is None
+        assert consumer.position(tps[1], 10) == 2

@@ -139,3 +139,15 @@ def test_an_unreadable_answer_fails_its_request_at_once_naming_it() -> None:
         # The next send reconnects.
         assert isinstance(conn.send(MetadataRequest()).exception(5), CorruptFrame)
     assert broker.connections == 2
+
+
+def test_a_close_long_after_the_request_is_an_outage_not_a_refusal(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import groupkit.runtime.connection as connection_module
+
+    # A broker that holds JoinGroup and dies meanwhile is not refusing the version.
+    monkeypatch.setattr(connection_module, "_DROP_WINDOW_S", 0.0)
+    with FakeBroker(versions=MOCK_LIKE) as broker, connection(broker) as conn:
+        errors = [conn.send(JOIN).exception(5) for _ in range(4)]
+    assert all(type(e) is KafkaConnectionError for e in errors)
+    assert not any("right after" in str(e) for e in errors)
