@@ -82,6 +82,7 @@ typedef struct {
     Py_ssize_t batch_at, index_at;     /* slots of RecordFuture._record_batch, _record_index */
     Py_ssize_t batch_size, buffer_memory, buffered;
     char closing;
+    char refusing;                     /* the producer's transaction refuses sends now */
 } Accumulator;
 
 /* The offset of the writable object slot ``name`` of ``cls`` or -1 with TypeError set. */
@@ -210,6 +211,7 @@ acc_init(Accumulator *self, PyObject *args, PyObject *kwargs)
     self->buffer_memory = buffer_memory;
     self->buffered = 0;
     self->closing = 0;
+    self->refusing = 0;
     return 0;
 }
 
@@ -250,6 +252,10 @@ static int
 acc_append_locked(Accumulator *self, PyObject *topic, Py_ssize_t partition, PyObject *key,
                   Py_ssize_t count, Py_ssize_t size, PyObject *row, PyObject *future)
 {
+    /* Read under the lock the producer sets it under: no record slips in after the
+     * transaction's error (send() then raises it on the Python path). */
+    if (self->refusing)
+        return 0;
     if (partition < 0 && key != Py_None) {
         uint32_t h = murmur2_hash((const unsigned char *)PyBytes_AS_STRING(key),
                                   PyBytes_GET_SIZE(key));
@@ -644,6 +650,9 @@ static PyMemberDef acc_members[] = {
      "Bytes of records queued and not yet answered (buffer_memory's count)."},
     {"closing", T_BOOL, offsetof(Accumulator, closing), 0,
      "Set by close(): append declines every record, so send() raises."},
+    {"refusing", T_BOOL, offsetof(Accumulator, refusing), 0,
+     "Set (with the producer's lock held) while its transaction refuses sends: append\n"
+     "declines every record, so send() takes the Python path, which raises the error."},
     {NULL, 0, 0, 0, NULL},
 };
 

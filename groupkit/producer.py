@@ -115,12 +115,21 @@ class Producer:
         self._txn_client: TransactionClient | None = None
         self._txn_retry_at = 0.0
         if self.config.idempotent:
-            self._txn = TransactionManager(self.config.transactional_id)
+            # send() raises at once while the transaction is in an error state, or (when
+            # transactional) outside a transaction, as Java's doSend (maybeFailWithError,
+            # failIfNotReadyForSend): the fast path declines every record then, so none is
+            # appended to an open batch behind the error.
+            self._txn = TransactionManager(self.config.transactional_id,
+                                           on_change=self._txn_changed)
+            self._txn_changed(self._txn)
             self._txn_client = TransactionClient(self._cluster, self.config, self._txn,
                                                  self._lock)
         self._sender = threading.Thread(target=self._run, name="groupkit-producer-sender",
                                         daemon=True)
         self._sender.start()
+
+    def _txn_changed(self, txn: TransactionManager) -> None:
+        self._acc.refusing = txn.refuses_sends
 
     # --- the application side ------------------------------------------------------------------
 

@@ -7,7 +7,9 @@ under the producer's lock and returns its RecordFuture. For every other record (
 batch, a full batch or buffer, arguments of the wrong type, a closing producer) it returns None
 and Producer takes its general Python path, which names the error or does the rest. It also
 keeps what that path shares with it: ``buffered`` (bytes queued, against buffer_memory),
-``closing``, and the open batches (one per partition at most), which the producer changes only
+``closing``, ``refusing`` (set under the lock while the producer's transaction refuses sends:
+an error state, or no transaction open; the Python path then raises that error), and the open
+batches (one per partition at most), which the producer changes only
 through its methods, so the C one can remember the batch it last appended to. The C one also
 has ``send``, with Producer.send's signature: append, and for what append declines the
 producer's Python path, in one call from the application.
@@ -35,6 +37,7 @@ class AccumulatorLike(Protocol):
 
     buffered: int
     closing: bool
+    refusing: bool
 
     def append(self, topic: str, value: Any, key: Any, partition: Any, headers: Any,
                timestamp_ms: Any, /) -> RecordFuture | None: ...
@@ -58,7 +61,7 @@ class Accumulator:
     """The pure-Python accumulator; see the module docstring."""
 
     __slots__ = ("_lock", "_partitions", "_sticky", "_open", "_batch_size", "_buffer_memory",
-                 "buffered", "closing")
+                 "buffered", "closing", "refusing")
     #: No send(): in Python it would save nothing over Producer.send calling append.
     send: ClassVar[None] = None
 
@@ -72,6 +75,7 @@ class Accumulator:
         self._buffer_memory = buffer_memory
         self.buffered = 0
         self.closing = False
+        self.refusing = False
 
     def append(self, topic: str, value: Any, key: Any, partition: Any, headers: Any,
                timestamp_ms: Any, /) -> RecordFuture | None:
@@ -115,6 +119,8 @@ class Accumulator:
             return None
         row = (key, value, headers, timestamp_ms)
         with self._lock:
+            if self.refusing:
+                return None
             if partition is None:
                 if key is not None:
                     partition = partition_for_key(key, count)

@@ -16,6 +16,7 @@ the producer agreeing; the bump costs one round trip on an abort that follows a 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 import attrs
 
@@ -80,6 +81,10 @@ class TransactionManager:
     bump_partitions: set[TopicPartition] = attrs.field(factory=set)
     #: The broker takes InitProducerId v3+ (an epoch bump keeps the transactional id usable).
     supports_epoch_bump: bool = True
+    #: Called with the manager after every change of state (the producer keeps its send fast
+    #: path in step with ``refuses_sends``).
+    on_change: Callable[[TransactionManager], None] | None = attrs.field(default=None,
+                                                                         kw_only=True)
 
     @property
     def transactional(self) -> bool:
@@ -99,6 +104,15 @@ class TransactionManager:
             self.last_error = error
         elif target is not S.ABORTING_TRANSACTION:
             self.last_error = None
+        if self.on_change is not None:
+            self.on_change(self)
+
+    @property
+    def refuses_sends(self) -> bool:
+        """Whether ``check_send`` raises in this state (what the id alone decides aside):
+        a fatal error; for a transactional producer, any state but IN_TRANSACTION."""
+        return self.state is S.FATAL_ERROR or (self.transactional
+                                                and self.state is not S.IN_TRANSACTION)
 
     def abortable(self, error: BaseException, bump: bool = False) -> None:
         """The open transaction must be aborted (a transactional producer; an idempotent one

@@ -303,6 +303,68 @@ def test_a_stale_member_cannot_commit_in_a_transaction(kafka_broker, unique_name
     assert log[:-2] in ([], [b"x", "ABORT"])
 
 
+@pytest.mark.parametrize(("code", "raised"), [(22, AbortableTransactionError),
+                                               (90, ProducerFencedError)],
+                         ids=["abortable", "fatal"])
+def test_send_is_refused_at_once_in_an_error_state(kafka_broker, unique_name, monkeypatch,  # noqa: F811
+                                                   code, raised) -> None:
+    """Once the transaction is in an error state, send() raises that error, as Java's doSend
+    does (maybeFailWithError), also for a record whose partition has an open batch (the
+    accumulator's fast path) and one whose partition has none; nothing is appended. The error
+    comes from a scripted TxnOffsetCommit answer (the request is real): ILLEGAL_GENERATION is
+    abortable, PRODUCER_FENCED fatal."""
+    from concurrent.futures import Future
+
+    from groupkit.protocol.messages.txn import (
+        TxnOffsetCommitResponse,
+        TxnOffsetCommitResponsePartition,
+        TxnOffsetCommitResponseTopic,
+    )
+    from groupkit.runtime.cluster import Cluster
+
+    bootstrap = kafka_broker.bootstrap_servers
+    topic = unique_name("refuse")
+    create_topic(bootstrap, topic, 2)
+    real_send = Cluster.send
+
+    def send(self, node, request, *args, **kwargs):
+        if type(request).__name__ == "TxnOffsetCommitRequest":
+            real_send(self, node, request, *args, **kwargs).result(WAIT)
+            answer: Future = Future()
+            answer.set_result(TxnOffsetCommitResponse(topics=[TxnOffsetCommitResponseTopic(
+                name=topic, partitions=[TxnOffsetCommitResponsePartition(
+                    partition_index=0, error_code=code)])]))
+            return answer
+        return real_send(self, node, request, *args, **kwargs)
+
+    # A long linger keeps partition 0's batch open, so the next record to it would be appended
+    # by the fast path.
+    with Producer(bootstrap_servers=bootstrap, transactional_id=unique_name("tx"),
+                  linger_ms=60_000) as producer:
+        producer.init_transactions(WAIT)
+        producer.begin_transaction()
+        first = producer.send(topic, b"x", partition=0)
+        monkeypatch.setattr(Cluster, "send", send)
+        with pytest.raises((CommitFailedError, ProducerFencedError)):
+            producer.send_offsets_to_transaction(
+                {TopicPartition(topic, 0): 1}, ConsumerGroupMetadata(unique_name("g"), 1, "m"),
+                WAIT)
+        monkeypatch.setattr(Cluster, "send", real_send)
+        for partition in (0, 1):
+            for _ in range(2):
+                with pytest.raises(raised):
+                    producer.send(topic, b"late", partition=partition)
+        assert not first.done()
+        if raised is AbortableTransactionError:
+            producer.abort_transaction(WAIT)
+            with pytest.raises(TransactionAbortedError):
+                first.result(0)
+            assert len(first._record_batch.records) == 1  # "late" was never appended
+            producer.begin_transaction()
+            producer.send(topic, b"end", partition=0)
+            producer.commit_transaction(WAIT)
+
+
 def test_init_transactions_keeps_its_timeout(proxy, unique_name) -> None:  # noqa: F811
     """Each InitProducerId is swallowed (the second on a new connection too): the call gives
     up at its own timeout, and may then be made again."""

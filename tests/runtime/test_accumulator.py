@@ -1,7 +1,7 @@
 """The producer's accumulator: the C one against the Python one, and both against send()'s rules.
 
 Both take the same random sequences of records and of changes the producer's general path
-makes between them (new batches, sticky partitions, topics, a full buffer, closing); they must
+makes between them (new batches, sticky partitions, topics, a full buffer, closing, refusing); they must
 take and decline the same records and leave the same batches, sizes and byte counts.
 """
 
@@ -145,7 +145,7 @@ def test_records_for_the_general_path_are_declined_untouched(kind: str, case: An
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_declined_without_a_batch_a_sticky_partition_or_when_closing(kind: str) -> None:
+def test_declined_without_a_batch_a_sticky_partition_or_when_closing_or_refusing(kind: str) -> None:
     twin = _ready(kind)
     del twin.sticky["t"]
     assert twin.acc.append("t", b"v", None, None, None, None) is None
@@ -156,6 +156,10 @@ def test_declined_without_a_batch_a_sticky_partition_or_when_closing(kind: str) 
     twin.acc.closing = True
     assert twin.acc.append("t", b"v", None, None, None, None) is None
     twin.acc.closing = False
+    twin.acc.refusing = True
+    assert twin.acc.append("t", b"v", None, None, None, None) is None
+    assert twin.acc.append("t", b"v", None, 1, None, None) is None
+    twin.acc.refusing = False
     assert twin.acc.append("t", b"v", None, None, None, None) is not None
     assert twin.batches[-1].size == twin.acc.buffered == 17
 
@@ -188,6 +192,7 @@ CHANGES = st.one_of(
     st.tuples(st.just("learn"), st.sampled_from(["t", "u"]), st.integers(1, 4)),
     st.tuples(st.just("release"), st.integers(0, 3000)),
     st.tuples(st.just("closing"), st.booleans()),
+    st.tuples(st.just("refusing"), st.booleans()),
     st.tuples(st.just("clear")),
 )
 
@@ -217,6 +222,8 @@ def _run(twin: Twin, ops: list[tuple[Any, ...]]) -> list[Any]:
             twin.acc.buffered = max(0, twin.acc.buffered - op[1])
         elif op[0] == "closing":
             twin.acc.closing = op[1]
+        elif op[0] == "refusing":
+            twin.acc.refusing = op[1]
     return out
 
 

@@ -313,3 +313,33 @@ def test_fatal_error_stops_draining() -> None:
     manager = transactional()
     manager.apply(ApiKey.ADD_PARTITIONS_TO_TXN, E.PRODUCER_FENCED)
     assert not manager.may_drain(TP, -1)
+
+
+@pytest.mark.parametrize("transactional_id", ["tx", None], ids=["transactional", "idempotent"])
+@pytest.mark.parametrize("state", list(TxnState))
+def test_refuses_sends_exactly_where_check_send_raises(transactional_id, state) -> None:
+    """The producer's fast path declines every record while ``refuses_sends`` holds, so send()
+    raises in exactly the states where check_send does (Java: failIfNotReadyForSend)."""
+    txn = TransactionManager(transactional_id)
+    txn.producer = PID
+    txn.state = state
+    txn.last_error = ProducerFencedError("fenced")
+    try:
+        txn.check_send()
+        raised = False
+    except (IllegalStateError, AbortableTransactionError, FatalTransactionError,
+            ProducerFencedError):
+        raised = True
+    assert txn.refuses_sends is raised
+
+
+def test_every_transition_reports_whether_sends_are_refused() -> None:
+    seen: list[tuple[TxnState, bool]] = []
+    txn = TransactionManager("tx", on_change=lambda m: seen.append((m.state, m.refuses_sends)))
+    txn.transition(S.INITIALIZING)
+    txn.initialized(PID)
+    txn.begin()
+    txn.abortable(RuntimeError("lost"))
+    txn.fatal(RuntimeError("fenced"))
+    assert seen == [(S.INITIALIZING, True), (S.READY, True), (S.IN_TRANSACTION, False),
+                    (S.ABORTABLE_ERROR, True), (S.FATAL_ERROR, True)]
