@@ -35,6 +35,7 @@ from groupkit.protocol.records import decode_batches
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from groupkit.values import ConsumerGroupMetadata
 from tests.support.broker_data import committed, create_topic
+from tests.support.cli_groups import cli_json
 from tests.support.recording_proxy import Fault, RecordingProxy
 from tests.support.txn_data import (
     WAIT,
@@ -209,7 +210,16 @@ def test_a_second_producer_fences_the_first(kafka_broker, unique_name) -> None: 
     assert log[:-2] in ([], [b"zombie", "ABORT"])
 
 
-def test_offsets_commit_with_the_transaction_only(kafka_broker, unique_name) -> None:  # noqa: F811
+def _described(capsys, bootstrap: str, group: str) -> tuple[dict, dict]:
+    """``groupkit groups describe GROUP --output json``: the group, and its rows by partition."""
+    [described] = cli_json(capsys, "groups", "describe", group, "--bootstrap-server", bootstrap)
+    return described, {r["partition"]: r for r in described["offsets"]}
+
+
+def test_offsets_commit_with_the_transaction_only(kafka_broker, unique_name, capsys) -> None:  # noqa: F811
+    """Offsets sent in a transaction count only once it commits, and ``groupkit groups
+    describe`` shows the group as it is throughout: no offset while a transaction holds one
+    and after it aborts, the committed one (lag 0) after it commits."""
     bootstrap = kafka_broker.bootstrap_servers
     source, sink, group = unique_name("in"), unique_name("out"), unique_name("g")
     create_topic(bootstrap, source, 1)
@@ -234,14 +244,22 @@ def test_offsets_commit_with_the_transaction_only(kafka_broker, unique_name) -> 
         producer.begin_transaction()
         producer.send(sink, b"x", partition=0)
         producer.send_offsets_to_transaction({TopicPartition(source, 0): 3}, metadata, WAIT)
+        described, rows = _described(capsys, bootstrap, group)
+        assert described["state"] == "Stable" and len(described["members"]) == 1
+        assert rows.get(0, {}).get("current_offset") is None
         producer.abort_transaction(WAIT)
         assert committed(bootstrap, group, source, 1) == {0: None}
+        assert _described(capsys, bootstrap, group)[1].get(0, {}).get("current_offset") is None
         producer.begin_transaction()
         for r in records:
             producer.send(sink, b"out-" + r.value, partition=0)
         producer.send_offsets_to_transaction({TopicPartition(source, 0): 5}, metadata, WAIT)
         producer.commit_transaction(WAIT)
+        described, rows = _described(capsys, bootstrap, group)
     assert committed(bootstrap, group, source, 1) == {0: 5}
+    assert described["state"] == "Stable" and len(described["members"]) == 1
+    assert (rows[0]["topic"], rows[0]["current_offset"], rows[0]["log_end_offset"],
+            rows[0]["lag"]) == (source, 5, 5, 0)
     # (Tansu sometimes drops an aborted transaction's records; Kafka keeps them, marked.)
     log = [v for v, _ in log_entries(bootstrap, sink, 0)]
     assert log[-6:] == [*[b"out-%d" % i for i in range(5)], "COMMIT"]
