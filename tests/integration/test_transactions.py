@@ -301,6 +301,9 @@ def test_a_stale_member_cannot_commit_in_a_transaction(kafka_broker, unique_name
         producer.init_transactions(WAIT)
         producer.begin_transaction()
         producer.send(topic, b"x", partition=0)
+        # Written before the refusal: otherwise the abort may fail it unsent, and whether a
+        # marker then lands in the partition depends on whether AddPartitionsToTxn went first.
+        producer.flush(WAIT)
         monkeypatch.setattr(Cluster, "send", send)
         stale = ConsumerGroupMetadata(unique_name("g"), 7, "member-1", None)
         with pytest.raises(CommitFailedError, match="fenced"):
