@@ -14,8 +14,9 @@ printed under the table), the rebalance of a member joining a busy group of 16 u
 group protocol, classic and consumer (KIP-848), on confluent-kafka's mock cluster
 (bench/protocols.py, groupkit against confluent-kafka), and prints their rows as one table. A
 ratio above 1x favours groupkit. Last, idempotent produce and transactional
-read-process-write against confluent-kafka (bench/txn.py). ``--quick`` runs smaller inputs and
-fewer rounds.
+read-process-write against confluent-kafka (bench/txn.py), and share groups (bench/share.py:
+records accepted per second and CPU, groupkit's ShareConsumer against confluent-kafka's on the
+mock cluster). ``--quick`` runs smaller inputs and fewer rounds.
 
     .venv/bin/python bench/all.py [--quick]
 """
@@ -31,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from assignors import sticky_loops as assignor_loops  # noqa: E402
-from bench import assignment, decode, first, group, produce, protocols, txn  # noqa: E402
+from bench import assignment, decode, first, group, produce, protocols, share, txn  # noqa: E402
 from bench.table import print_rows  # noqa: E402
 from groupkit.protocol import native_available  # noqa: E402
 
@@ -66,6 +67,9 @@ def main() -> None:
     # Idempotent produce and transactional read-process-write (bench/txn.py, issue 28).
     rows += txn.measure(records // 3, records // 20, max(1, repeat - 1))
     print(f"  txn done ({time.monotonic() - started:.0f} s)", flush=True)
+    # Share groups (bench/share.py, issue 30): two members of each client, same records.
+    rows += share.measure(records // 5, members=2)
+    print(f"  share done ({time.monotonic() - started:.0f} s)", flush=True)
     print_rows(rows)
     for case, figure in assignment.JAVA_PUBLISHED.items():
         print(f"Java, published ({case}): {figure}")

@@ -85,6 +85,8 @@ class ShareConsumer:
         #: The (topic id, partition) pairs the group assigned, and their names once known.
         self._units: frozenset[tuple[uuid.UUID, int]] = frozenset()
         self._named: frozenset[SharePartition] = frozenset()
+        #: The units ``_named`` names all of (the assignment needs no naming until they change).
+        self._named_units: frozenset[tuple[uuid.UUID, int]] = frozenset()
         #: The records the last poll handed over, by partition (implicit: accepted next time;
         #: explicit: must all be acknowledged before the next poll).
         self._delivered: dict[SharePartition, list[int]] = {}
@@ -179,9 +181,13 @@ class ShareConsumer:
             noted = time.monotonic()
             while True:
                 self._look(fetcher, runner)
-                records = fetcher.take(self.config.max_poll_records)
+                delivered: dict[SharePartition, list[int]] = {}
+                records = fetcher.take(self.config.max_poll_records, delivered)
                 if records:
-                    self._note_delivered(records)
+                    self._delivered = delivered
+                    for partition in delivered:
+                        self._by_tp.setdefault((partition.topic, partition.partition),
+                                               partition)
                     if self.hooks:
                         self._polled(records)
                     return records
@@ -335,6 +341,8 @@ class ShareConsumer:
 
     def _name_assignment(self, fetcher: ShareFetcher) -> None:
         """Give the fetcher the assignment by name; topics metadata does not name yet wait."""
+        if self._units == self._named_units:
+            return
         metadata = self._cluster.metadata
         unknown = [tid for tid, _ in self._units if metadata.topic_name(tid) is None]
         if unknown and not self._cluster.stale:
@@ -342,21 +350,12 @@ class ShareConsumer:
         named = frozenset(
             SharePartition(name, p, tid) for tid, p in self._units
             if (name := metadata.topic_name(tid)) is not None)
+        if not unknown:
+            self._named_units = self._units
         if named != self._named:
             self._named = named
             self._by_tp.update({(p.topic, p.partition): p for p in named})
             fetcher.assign(named)
-
-    def _note_delivered(self, records: list[ShareConsumerRecord]) -> None:
-        delivered: dict[SharePartition, list[int]] = {}
-        by_tp = self._by_tp
-        for record in records:
-            key = (record.topic, record.partition)
-            partition = by_tp.get(key)
-            if partition is None:  # delivered before the assignment was named here
-                partition = by_tp[key] = self._fetcher_partition(key)
-            delivered.setdefault(partition, []).append(record.offset)
-        self._delivered = delivered
 
     def _polled(self, records: list[ShareConsumerRecord]) -> None:
         """One Polled event: the records handed over by partition (a share member has no
@@ -369,14 +368,6 @@ class ShareConsumer:
         emit(self.hooks, Polled(self.config.group_id, len(records), tuple(
             PartitionProgress(topic, partition, n, 0, -1, -1, ts)
             for (topic, partition), (n, ts) in counts.items())))
-
-    def _fetcher_partition(self, key: tuple[str, int]) -> SharePartition:
-        assert self._fetcher is not None
-        for p in self._fetcher.assigned:
-            if (p.topic, p.partition) == key:
-                return p
-        topic = self._cluster.metadata.topic(key[0])
-        return SharePartition(key[0], key[1], topic.topic_id if topic else uuid.UUID(int=0))
 
     def _settle_last_poll(self, commit: bool = False) -> None:
         """Before a poll or commit: implicit mode accepts the last poll's records; a poll in
@@ -431,6 +422,7 @@ class ShareConsumer:
         self._fetcher = self._runner = self._machine = None
         self._units = frozenset()
         self._named = frozenset()
+        self._named_units = frozenset()
 
 
 def _offsets(result: AckResult) -> dict[TopicPartition, set[int]]:

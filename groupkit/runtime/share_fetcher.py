@@ -148,7 +148,12 @@ class ShareFetcher:
     _retry_at: dict[int, float] = attrs.field(init=False, factory=dict)
     _failures: dict[int, int] = attrs.field(init=False, factory=dict)
     _buffer: collections.deque[ShareBatch] = attrs.field(init=False, factory=collections.deque)
-    _want: bool = attrs.field(init=False, default=False)
+    #: How many times the application asked for records, and that count when each node's
+    #: last ShareFetch went out: a node is fetched from again once the application has asked
+    #: since, and none of its records wait in the buffer (Java fetches only partitions with
+    #: nothing buffered), so nothing is acquired while the application is away.
+    _polls: int = attrs.field(init=False, default=0)
+    _fetched_at_poll: dict[int, int] = attrs.field(init=False, factory=dict)
     _waiting: dict[int, list[CommitTicket]] = attrs.field(init=False, factory=dict)
     _results: collections.deque[AckResult] = attrs.field(init=False, factory=collections.deque)
     _inbox: collections.deque[Callable[[float], None]] = attrs.field(
@@ -182,14 +187,22 @@ class ShareFetcher:
     def assigned(self) -> frozenset[SharePartition]:
         return self._assigned
 
-    def take(self, max_records: int) -> list[ShareConsumerRecord]:
-        """Up to ``max_records`` buffered records; when none is buffered, ask for more. Raises
-        a corrupt batch's error once the records before it are handed over."""
+    def take(self, max_records: int, delivered: dict[SharePartition, list[int]]
+             ) -> list[ShareConsumerRecord]:
+        """Up to ``max_records`` buffered records (their offsets added to ``delivered``, by
+        partition); asks for more from the leaders with nothing buffered. Raises a corrupt
+        batch's error once the records before it are handed over."""
         out: list[ShareConsumerRecord] = []
         with self._lock:
             while self._buffer and len(out) < max_records:
                 batch = self._buffer[0]
-                out.extend(batch.take(max_records - len(out)))
+                piece = batch.take(max_records - len(out))
+                if piece:
+                    out.extend(piece)
+                    offsets = delivered.get(batch.partition)
+                    if offsets is None:
+                        offsets = delivered[batch.partition] = []
+                    offsets.extend([r.offset for r in piece])
                 if batch.index >= len(batch.records):
                     self._buffer.popleft()
                     if batch.error is not None:
@@ -197,11 +210,8 @@ class ShareFetcher:
                             self._buffer.appendleft(attrs.evolve(batch, records=[], index=0))
                             break
                         raise batch.error
-            if not self._buffer:
-                # Ring even when a round is already wanted: the fetcher may have passed it by
-                # while records were still buffered.
-                self._want = True
-                self._bell.ring()
+            self._polls += 1
+        self._bell.ring()
         return out
 
     def acknowledge(self, partition: SharePartition, offset: int, ack_type: int) -> None:
@@ -273,7 +283,6 @@ class ShareFetcher:
         deadline = time.monotonic() + timeout
         with self._lock:
             self._closing = True
-            self._want = False
         self._bell.ring()
         closed = self._closed.wait(timeout)
         self.stop(max(0.0, deadline - time.monotonic()))
@@ -364,10 +373,6 @@ class ShareFetcher:
                 if plan is not None:
                     plans.append(plan)
                     self._in_flight[node] = plan[0]
-            if any(flight.kind is _Kind.FETCH for flight, _ in plans):
-                # One round of fetches per poll that found nothing buffered (Java's
-                # ShareFetchEvent): nothing is acquired while the application is away.
-                self._want = False
             if self._closing and not self._in_flight and not any(
                     not s.is_new and not s.closing for s in self._sessions.values()):
                 self._closed.set()
@@ -413,7 +418,9 @@ class ShareFetcher:
                 return None
             return self._flight(_Kind.ACK, node, sent.token, sent.acks, {}, now, tickets,
                                 request)
-        if self._want and not self._buffer and partitions:
+        if partitions and self._polls > self._fetched_at_poll.get(node, 0) \
+                and not self._buffered_from(partitions):
+            self._fetched_at_poll[node] = self._polls
             sent = self.ledger.take([] if session.is_new else ack_parts)
             return self._flight(_Kind.FETCH, node, sent.token, sent.acks,
                                 {(p.topic_id, p.partition): p for p in partitions}, now, [],
@@ -426,6 +433,13 @@ class ShareFetcher:
             assert request is not None
             return self._flight(_Kind.ACK, node, sent.token, sent.acks, {}, now, [], request)
         return None
+
+    def _buffered_from(self, partitions: list[SharePartition]) -> bool:
+        """Whether records of any of ``partitions`` wait in the buffer."""
+        if not self._buffer:
+            return False
+        mine = set(partitions)
+        return any(batch.partition in mine for batch in self._buffer)
 
     def _flight(self, kind: _Kind, node: int, token: int,
                 acks: dict[SharePartition, dict[int, int]],

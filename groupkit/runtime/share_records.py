@@ -86,14 +86,14 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
                     first_offset=offset, last_offset=offset, delivery_count=r.delivery_count)],
                     {offset}, now, lock_s)
                 ledger.acknowledge(partition, offset, AcknowledgeType.REJECT)
-    present = {r.offset: r for r in records}
-    got = ledger.acquire(partition, acquired, present.keys(), now, lock_s)
-    kept: list[ShareConsumerRecord] = []
+    got = ledger.acquire(partition, acquired, {r.offset for r in records}, now, lock_s)
+    deliver = got.deliver
+    kept = [r for r in records if r.offset in deliver] if len(deliver) != len(records) \
+        else records
     counts: dict[int, int] = {}
-    for offset, count in got.deliver.items():
-        record = present[offset]
+    for record in kept:
+        count = deliver[record.offset]
         _set_delivery_count(record, count)
-        kept.append(record)
         counts[count] = counts.get(count, 0) + 1
     return Delivered(ShareBatch(partition, kept, error=error), counts, len(got.gaps),
                      got.duplicates)

@@ -39,6 +39,13 @@ GAP = ACK_GAP
 
 def ack_batches(acks: Mapping[int, int]) -> list[AcknowledgementBatch]:
     """The acknowledgement batches of one partition's ``acks`` (offset -> type id)."""
+    if not acks:
+        return []
+    low, high = min(acks), max(acks)
+    if high - low + 1 == len(acks) and len(kinds := set(acks.values())) == 1:
+        # The usual case: a contiguous run all of one type (a poll's records accepted).
+        return [AcknowledgementBatch(first_offset=low, last_offset=high,
+                                     acknowledge_types=[kinds.pop()])]
     batches: list[AcknowledgementBatch] = []
     run: list[tuple[int, int]] = []
     for offset in sorted(acks):

@@ -15,8 +15,10 @@ with its lock; nothing here reads a clock (``now`` comes in).
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -61,6 +63,11 @@ class ShareLedger:
     """Every partition's acquired records and acknowledgements for one share consumer."""
 
     _parts: dict[SharePartition, _Partition] = attrs.field(factory=dict)
+    #: One entry per answer that acquired records: [deadline, seq, partition, offsets, next],
+    #: a heap by deadline; ``next`` skips the offsets already known to be done with, so each
+    #: offset is looked at a bounded number of times however often the deadline is asked for.
+    _locks: list[list[Any]] = attrs.field(factory=list)
+    _seq: itertools.count[int] = attrs.field(factory=itertools.count)
     _sent: dict[int, dict[SharePartition, dict[int, int]]] = attrs.field(factory=dict)
     _tokens: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
 
@@ -76,22 +83,35 @@ class ShareLedger:
         gaps: list[int] = []
         duplicates = 0
         deadline = now + lock_s
+        acquired, acknowledged, sent = part.acquired, part.acknowledged, part.sent
         for r in ranges:
-            for offset in range(r.first_offset, r.last_offset + 1):
-                held = part.acquired.get(offset)
-                if (held is not None and held[0] >= r.delivery_count) \
-                        or offset in part.acknowledged or offset in part.sent:
-                    # Kafka gives an offset to a member once per delivery; an answer that
-                    # names one this member still holds is not a new delivery.
-                    duplicates += 1
-                elif offset in present:
-                    part.acquired[offset] = (r.delivery_count, deadline)
-                    part.expired.discard(offset)
-                    deliver[offset] = r.delivery_count
-                else:
-                    part.acknowledged[offset] = GAP
-                    gaps.append(offset)
-        return Acquired(dict(sorted(deliver.items())), gaps, duplicates)
+            span = range(r.first_offset, r.last_offset + 1)
+            count = r.delivery_count
+            if acquired or acknowledged or sent:
+                # Kafka gives an offset to a member once per delivery; an answer that names
+                # one this member still holds is not a new delivery.
+                held = [o for o in span if o in sent or o in acknowledged
+                        or ((h := acquired.get(o)) is not None and h[0] >= count)]
+                if held:
+                    duplicates += len(held)
+                    skip = set(held)
+                    span = [o for o in span if o not in skip]  # type: ignore[assignment]
+            new = [o for o in span if o in present]
+            if len(new) != len(span):
+                missing = [o for o in span if o not in present]
+                gaps.extend(missing)
+                acknowledged.update(dict.fromkeys(missing, GAP))
+            if new:
+                acquired.update(dict.fromkeys(new, (count, deadline)))
+                if part.expired:
+                    part.expired.difference_update(new)
+                deliver.update(dict.fromkeys(new, count))
+        if deliver:
+            order = sorted(deliver)
+            heapq.heappush(self._locks, [deadline, next(self._seq), partition, order, 0])
+            if list(deliver) != order:
+                deliver = {o: deliver[o] for o in order}
+        return Acquired(deliver, gaps, duplicates)
 
     def acknowledge(self, partition: SharePartition, offset: int, ack_type: int) -> None:
         """The application acknowledged one record; IllegalStateError when this member does not
@@ -112,13 +132,12 @@ class ShareLedger:
         part = self._parts.get(partition)
         if part is None:
             return 0
-        done = 0
-        kind = int(ack_type)
-        for offset in offsets:
-            if part.acquired.pop(offset, None) is not None:
-                part.acknowledged[offset] = kind
-                done += 1
-        return done
+        acquired = part.acquired
+        held = [o for o in offsets if o in acquired]
+        for offset in held:
+            del acquired[offset]
+        part.acknowledged.update(dict.fromkeys(held, int(ack_type)))
+        return len(held)
 
     def is_held(self, partition: SharePartition, offset: int) -> bool:
         """Whether the record is acquired and not yet acknowledged."""
@@ -165,22 +184,37 @@ class ShareLedger:
         """Offsets whose acquisition lock ran out at ``now`` while unacknowledged, each
         reported once: the broker may already have given them to another member."""
         out: dict[SharePartition, list[int]] = {}
-        for key, part in self._parts.items():
-            late = [o for o, (_, deadline) in part.acquired.items()
-                    if deadline <= now and o not in part.expired]
+        locks = self._locks
+        while locks and locks[0][0] <= now:
+            deadline, _, partition, offsets, start = heapq.heappop(locks)
+            part = self._parts.get(partition)
+            if part is None:
+                continue
+            late = [o for o in offsets[start:]
+                    if (held := part.acquired.get(o)) is not None and held[1] == deadline
+                    and o not in part.expired]
             if late:
                 part.expired.update(late)
-                out[key] = late
+                out.setdefault(partition, []).extend(late)
         return out
 
     def next_expiry(self) -> float | None:
         """When the first lock of an unacknowledged, not yet expired record runs out."""
-        first: float | None = None
-        for part in self._parts.values():
-            for offset, (_, deadline) in part.acquired.items():
-                if offset not in part.expired and (first is None or deadline < first):
-                    first = deadline
-        return first
+        locks = self._locks
+        while locks:
+            entry = locks[0]
+            deadline, _, partition, offsets, start = entry
+            part = self._parts.get(partition)
+            if part is not None:
+                acquired = part.acquired
+                while start < len(offsets):
+                    held = acquired.get(offsets[start])
+                    if held is not None and held[1] == deadline:
+                        entry[4] = start
+                        return float(deadline)
+                    start += 1
+            heapq.heappop(locks)  # everything it acquired is acknowledged or acquired again
+        return None
 
     def held(self, partitions: Iterable[SharePartition] | None = None
              ) -> dict[SharePartition, list[int]]:

@@ -37,7 +37,7 @@ _MAX_EPOCH = 0x7FFFFFFF
 SESSION_LOST = frozenset({ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH})
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, cache_hash=True)
 class SharePartition:
     """A partition as share requests name it: topic name (for the application) and id (for the
     wire)."""

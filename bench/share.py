@@ -1,0 +1,208 @@
+"""Share groups (KIP-932): records accepted per second by groupkit's ShareConsumer against
+confluent-kafka's, on confluent-kafka's mock cluster, same members and records, same run.
+
+For each client, ``--members`` member processes of a new share group (each this module with
+``member`` as first argument) join on an empty topic and poll until the group has settled (the
+mock's share heartbeat is set to 0.5 s through librdkafka's C API; two intervals after the
+last join); they stop polling, the records are produced (not timed), and on "go" the members
+poll at their defaults in implicit acknowledgement mode (each poll accepts the records of the
+one before) and report how many records they have had. Rows:
+
+- ``share accept``: records per second, from "go" to the moment the members together had them
+  all (the last poll's records are accepted by the commit that follows, not timed);
+- ``share accept CPU``: CPU seconds of the member processes (every thread) over that window;
+  lower is better.
+
+The mock gives each partition to one member, so the members split the topic's partitions.
+
+    .venv/bin/python -m bench.share [--records 200000] [--members 2]
+        [--clients groupkit,confluent-kafka]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.proc import run_seconds  # noqa: E402
+from bench.table import Row, print_rows  # noqa: E402
+
+CLIENTS = ("groupkit", "confluent-kafka")
+PARTITIONS = 8
+VALUE = b"x" * 100
+WAIT_S = 180.0
+HEARTBEAT_MS = 500
+
+
+def _emit(**event: object) -> None:
+    sys.stdout.write(json.dumps(event) + "\n")
+    sys.stdout.flush()
+
+
+def member(client: str, bootstrap: str, group: str, topic: str) -> None:
+    """One share member: join and poll until "pause", then wait for "go", consume and report
+    counts until "stop"."""
+    if client == "groupkit":
+        from groupkit import ShareConsumer
+
+        consumer: Any = ShareConsumer(bootstrap_servers=bootstrap, group_id=group)
+
+        def poll() -> int:
+            return len(consumer.poll(0.2))
+    else:
+        import confluent_kafka
+
+        consumer = confluent_kafka.ShareConsumer({"bootstrap.servers": bootstrap,
+                                                  "group.id": group})
+
+        def poll() -> int:
+            return sum(1 for m in consumer.poll(0.2) if m.error() is None)
+    said: dict[str, threading.Event] = {w: threading.Event() for w in ("pause", "go", "stop")}
+
+    def listen() -> None:
+        for line in sys.stdin:
+            if line.strip() in said:
+                said[line.strip()].set()
+
+    threading.Thread(target=listen, daemon=True).start()
+    consumer.subscribe([topic])
+    while not said["pause"].is_set():
+        poll()
+    _emit(kind="ready")
+    said["go"].wait()
+    count = 0
+    while not said["stop"].is_set():
+        got = poll()
+        if got:
+            count += got
+            _emit(kind="count", n=count, t=time.monotonic())
+    consumer.commit_sync(30)
+    consumer.close()
+    _emit(kind="done", n=count)
+
+
+class _Member:
+    def __init__(self, client: str, bootstrap: str, group: str, topic: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.share", "member", client, bootstrap, group, topic],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.count = 0
+        self.first: float | None = None
+        self.lines: list[dict[str, Any]] = []
+        self.ready = threading.Event()
+        self.changed = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            event = json.loads(line)
+            self.lines.append(event)
+            if event["kind"] == "ready":
+                self.ready.set()
+            elif event["kind"] == "count":
+                if self.first is None:
+                    self.first = event["t"]
+                self.count = event["n"]
+            self.changed.set()
+
+    def tell(self, word: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(word + "\n")
+        self.proc.stdin.flush()
+
+
+def _run(mock: Any, client: str, records: int, members: int) -> tuple[float, float]:
+    group = f"bench-share-{client}-{time.monotonic_ns()}"
+    topic = f"bench-share-{client}"
+    mock.create_topic(topic, PARTITIONS)
+    running = [_Member(client, mock.bootstrap_servers, group, topic) for _ in range(members)]
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while len(mock.share_members(group)) < members:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the {client} members did not join")
+            time.sleep(0.05)
+        # Every member hears of the last join at its next heartbeat: two intervals settle it.
+        time.sleep(2 * HEARTBEAT_MS / 1000)
+        for m in running:
+            m.tell("pause")
+        for m in running:
+            if not m.ready.wait(WAIT_S):
+                raise RuntimeError(f"a {client} member did not pause")
+        producer = mock.warm_producer()
+        for i in range(records):
+            producer.produce(topic, value=VALUE, partition=i % PARTITIONS)
+            if i % 100_000 == 0:
+                producer.poll(0)
+        producer.flush(120)
+        cpu = {m.proc.pid: run_seconds(m.proc.pid) for m in running}
+        started = time.monotonic()
+        for m in running:
+            m.tell("go")
+        while sum(m.count for m in running) < records:
+            if time.monotonic() > started + WAIT_S:
+                raise RuntimeError(f"{client}: {sum(m.count for m in running)} of {records}"
+                                   " records in time")
+            time.sleep(0.005)
+        done = time.monotonic()
+        spent = sum(run_seconds(m.proc.pid) - cpu[m.proc.pid] for m in running)
+
+        for m in running:
+            m.tell("stop")
+        for m in running:
+            m.proc.wait(60)
+        got = sum(m.count for m in running)
+        if got != records:
+            raise RuntimeError(f"{client}: {got} records delivered, {records} produced")
+        return records / (done - started), spent
+    finally:
+        for m in running:
+            if m.proc.poll() is None:
+                m.proc.kill()
+
+
+def measure(records: int = 200_000, members: int = 2,
+            clients: tuple[str, ...] = CLIENTS) -> list[Row]:
+    """The share rows: each client's accepted records per second and CPU seconds."""
+    from tests.support.mock_cluster import MockCluster
+
+    results: dict[str, tuple[float, float]] = {}
+    with MockCluster(share_heartbeat_interval_ms=HEARTBEAT_MS) as mock:
+        mock.warm_producer()
+        for client in clients:
+            results[client] = _run(mock, client, records, members)
+    peers = [c for c in clients if c != "groupkit"]
+    ours = results.get("groupkit", (None, None))
+    return [
+        Row(f"share accept ({members} members)", "records/s", ours[0],
+            {p: results[p][0] for p in peers}),
+        Row(f"share accept CPU ({members} members)", "CPU s", ours[1],
+            {p: results[p][1] for p in peers}, higher_is_better=False),
+    ]
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "member":
+        member(*sys.argv[2:6])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--members", type=int, default=2)
+    parser.add_argument("--clients", default=",".join(CLIENTS))
+    args = parser.parse_args()
+    print_rows(measure(args.records, args.members, tuple(args.clients.split(","))))
+
+
+if __name__ == "__main__":
+    main()
