@@ -102,18 +102,21 @@ def test_locks_that_run_out_hand_the_records_on_and_late_acknowledgements_fail(
         quick.subscribe([topic])
         wait_for(lambda: bool(slow.assignment() and quick.assignment()), 20, "both members in",
                  step=lambda: (slow.poll(0.05), quick.poll(0.05)))
-        # Kafka's assignor gives a partition to several members when they outnumber the
-        # partitions; the mock's gives each to one, so share partition 0 by hand.
+        # Partition 0 is the slow member's alone while it takes the records, so no fetch of
+        # the quick one (it fetches once more after each poll) can take them first.
         assert slow.member_id is not None and quick.member_id is not None
-        mock.share_assign(group, {slow.member_id: [(topic, 0)], quick.member_id: [(topic, 0)]})
+        mock.share_assign(group, {slow.member_id: [(topic, 0)], quick.member_id: [(topic, 1)]})
         wait_for(lambda: [tp.partition for tp in slow.assignment()] == [0]
-                 and [tp.partition for tp in quick.assignment()] == [0], 10,
-                 "both members to hold partition 0",
+                 and [tp.partition for tp in quick.assignment()] == [1], 10,
+                 "the slow member to hold partition 0 alone",
                  step=lambda: (slow.poll(0.05), quick.poll(0.05)))
         mock.produce(topic, (b"l%d" % i for i in range(40)), partitions=1)
         taken: list[Any] = []
         wait_for(lambda: bool(taken), 10, "the slow member to take records",
                  step=lambda: taken.extend(slow.poll(0.05)))
+        # Kafka's assignor gives a partition to several members when they outnumber the
+        # partitions; the mock's gives each to one, so share partition 0 by hand.
+        mock.share_assign(group, {slow.member_id: [(topic, 0)], quick.member_id: [(topic, 0)]})
         mine = {r.offset for r in taken}
         # The slow member does not acknowledge in time: its records go to the quick one,
         # which holds them (unacknowledged) while the slow one tries.
