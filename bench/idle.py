@@ -13,18 +13,26 @@ figure counts its wakeups.
 With ``--worker`` each member is instead a ``GroupConsumer`` (what ``groupkit run`` runs), same
 settings, its loop choosing its own poll timeout.
 
-    .venv/bin/python -m bench.idle [--seconds 60] [--worker] [TREE ...]   (default: this checkout)
+With ``--protocol consumer`` the members speak the consumer group protocol (KIP-848) on
+confluent-kafka's mock cluster instead (Tansu has no ConsumerGroupHeartbeat), the session and
+heartbeat interval set on the mock through librdkafka's C API (the broker owns them under that
+protocol; ``tests/support/mock_cluster.py``).
+
+    .venv/bin/python -m bench.idle [--seconds 60] [--worker] [--protocol consumer] [TREE ...]
+        (default tree: this checkout)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bench.group import HEARTBEAT_MS, POLL_S, SESSION_MS, make_topic
@@ -36,10 +44,10 @@ ROOT = Path(__file__).resolve().parent.parent
 _MEMBER = f"""
 import json, sys, threading
 from groupkit.consumer import Consumer
+timing = dict(session_timeout_ms=int(sys.argv[3]), heartbeat_interval_ms=int(sys.argv[4]),
+              assignors=["range"]) if sys.argv[6] == "classic" else dict(group_protocol="consumer")
 consumer = Consumer(bootstrap_servers=sys.argv[1], group_id=sys.argv[2],
-                    auto_offset_reset="earliest", enable_auto_commit=False,
-                    session_timeout_ms=int(sys.argv[3]), heartbeat_interval_ms=int(sys.argv[4]),
-                    assignors=["range"])
+                    auto_offset_reset="earliest", enable_auto_commit=False, **timing)
 consumer.subscribe([sys.argv[2]])
 while not consumer.assignment():
     consumer.poll({POLL_S})
@@ -66,10 +74,11 @@ class Idle(GroupConsumer):
         if partitions:
             threading.Timer(3.0, tell).start()
 
+timing = dict(session_timeout_ms=int(sys.argv[3]), heartbeat_interval_ms=int(sys.argv[4]),
+              assignors=["range"]) if sys.argv[6] == "classic" else dict(group_protocol="consumer")
 Idle(bootstrap_servers=sys.argv[1], group_id=sys.argv[2], topics=[sys.argv[2]],
-     auto_offset_reset="earliest", session_timeout_ms=int(sys.argv[3]),
-     heartbeat_interval_ms=int(sys.argv[4]), assignors=["range"],
-     hooks=[lambda event: None] if sys.argv[5] == "hook" else []).run()
+     auto_offset_reset="earliest", hooks=[lambda event: None] if sys.argv[5] == "hook" else [],
+     **timing).run()
 """
 
 
@@ -85,18 +94,19 @@ def main(argv: list[str] | None = None) -> int:
                              " pool worker's liveness hook or metrics would)")
     parser.add_argument("--worker", action="store_true",
                         help="members are GroupConsumers (groupkit run), not a poll loop")
+    parser.add_argument("--protocol", choices=("classic", "consumer"), default="classic",
+                        help="consumer: KIP-848 members on confluent-kafka's mock cluster")
     args = parser.parse_args(argv)
-    from groupkit.testing import LocalBroker
 
-    with LocalBroker() as broker:
+    with _broker(args.protocol, args.session_ms, args.heartbeat_ms) as (bootstrap, make):
         members = []
         for tree in args.trees:
             topic = f"idle-{uuid.uuid4().hex[:6]}"
-            make_topic(broker.bootstrap_servers, topic, 1)
+            make(topic)
             members.append(subprocess.Popen(
                 [sys.executable, "-c", _WORKER if args.worker else _MEMBER,
-                 broker.bootstrap_servers, topic, str(args.session_ms), str(args.heartbeat_ms),
-                 "hook" if args.hook else ""],
+                 bootstrap, topic, str(args.session_ms), str(args.heartbeat_ms),
+                 "hook" if args.hook else "", args.protocol],
                 stdout=subprocess.PIPE, text=True, cwd="/",
                 env={**os.environ, "PYTHONPATH": str(Path(tree).resolve())}))
         try:
@@ -109,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             wall = time.monotonic() - started
             print(f"bench/idle.py: {wall:.0f} s window, load average {load:.2f} at the start,"
                   f" {os.getloadavg()[0]:.2f} at the end; heartbeat {args.heartbeat_ms} ms,"
-                  f" {'GroupConsumer' if args.worker else f'poll({POLL_S})'}")
+                  f" {'GroupConsumer' if args.worker else f'poll({POLL_S})'}, {args.protocol}"
+                  f" protocol")
             for tree, member, named, was, now in zip(args.trees, members, names, before, after,
                                                         strict=True):
                 total = sum(now[t][0] - was.get(t, (0.0, 0))[0] for t in now)
@@ -125,6 +136,25 @@ def main(argv: list[str] | None = None) -> int:
                 m.kill()
                 m.wait()
     return 0
+
+
+@contextlib.contextmanager
+def _broker(protocol: str, session_ms: int, heartbeat_ms: int
+            ) -> Iterator[tuple[str, Callable[[str], None]]]:
+    """(bootstrap servers, make a 1-partition topic): Tansu for the classic protocol, the mock
+    cluster with its KIP-848 timing set for the consumer protocol."""
+    if protocol == "classic":
+        from groupkit.testing import LocalBroker
+
+        with LocalBroker() as broker:
+            yield broker.bootstrap_servers, lambda topic: make_topic(
+                broker.bootstrap_servers, topic, 1)
+        return
+    sys.path.insert(0, str(ROOT))
+    from tests.support.mock_cluster import MockCluster
+
+    with MockCluster(session_timeout_ms=session_ms, heartbeat_interval_ms=heartbeat_ms) as mock:
+        yield mock.bootstrap_servers, lambda topic: mock.create_topic(topic, 1)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,12 @@ negotiated. Everything else is a fact that has happened.
 from __future__ import annotations
 
 import enum
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 import attrs
 
 from groupkit.errors import GroupkitError
-from groupkit.protocol.schema import Request
+from groupkit.protocol.schema import Request, Response
 
 
 @attrs.frozen
@@ -72,6 +72,11 @@ class Send:
     #: A successful answer may wait for the runtime's next wakeup (at the latest when the next
     #: heartbeat is due), because it changes nothing but the session: a classic Heartbeat's.
     answer_may_wait: bool = False
+    #: With ``answer_may_wait``, what a successful answer must also pass to wait: a pure test
+    #: of the answer alone (it runs on the connection's thread), e.g. that a consumer-protocol
+    #: heartbeat answer brings no assignment, epoch or interval the member does not hold
+    #: already. None: every successful answer may wait.
+    quiet_if: Callable[[Response], bool] | None = None
 
 
 @attrs.frozen

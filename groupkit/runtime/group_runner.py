@@ -107,6 +107,9 @@ class GroupRunner:
     _later: collections.deque[tuple[int, Response, float]] = attrs.field(
         init=False, factory=collections.deque)
     _later_due: float = attrs.field(init=False, default=math.inf)
+    #: The machine's ``heartbeat_due`` after the runner's last step (inf: None): a successful
+    #: answer waits no later than this.
+    _answer_due: float = attrs.field(init=False, default=math.inf)
     #: When the waiting runner wakes by itself (-inf while it runs: it looks at all inputs
     #: before it waits again).
     _wake_at: float = attrs.field(init=False, default=-math.inf)
@@ -354,6 +357,13 @@ class GroupRunner:
             # wakes when the next one is due anyway, to read a successful answer then
             # (see ``_answered``) and send on time.
             self._deadline = due
+        # An answer waiting, or yet to come, is read by the machine's next heartbeat at the
+        # latest, also when the machine brought that forward (a subscription change). Stored
+        # before ``_later`` is looked at: an answer queued after the look reads the new value.
+        self._answer_due = math.inf if due is None else due
+        if self._later:
+            with self._lock:
+                self._later_due = min(self._later_due, self._answer_due)
 
     def _carry_out(self, out: Output, now: float) -> None:
         if isinstance(out, Send):
@@ -405,8 +415,10 @@ class GroupRunner:
             return
         self._sent_at[out.token] = (now, request, out.heartbeat)
         due = self.machine.heartbeat_due if out.answer_may_wait else None
+        if due is not None:
+            self._answer_due = due  # before the answer can come (see ``_step``)
         future = conn.send(request, timeout_ms=out.timeout_ms)
-        future.add_done_callback(partial(self._answered, out.token, due))
+        future.add_done_callback(partial(self._answered, out.token, due, out.quiet_if))
 
     def _route(self, destination: Destination, purpose: str) -> BrokerConnection:
         if destination is Destination.ANY_BROKER:
@@ -418,13 +430,17 @@ class GroupRunner:
             conn = self._connections[purpose] = self.connect(self._coordinator, purpose)
         return conn
 
-    def _answered(self, token: int, due: float | None, future: Future[Any]) -> None:
+    def _answered(self, token: int, due: float | None,
+                  quiet_if: Callable[[Response], bool] | None, future: Future[Any]) -> None:
         """Runs on a connection's reader thread: hand the outcome to the runner thread.
 
         A successful answer to a Heartbeat only moves the session deadline on and lets the
         next Heartbeat go at ``due``: it waits for the runner's next wakeup, due by then (the
         Java heartbeat thread likewise handles answers in its own loop), so a heartbeat
-        costs the runner one wakeup, not two. It still carries the time it arrived.
+        costs the runner one wakeup, not two. It still carries the time it arrived. A
+        consumer-protocol heartbeat's answer waits only if ``quiet_if`` finds it changes
+        nothing, and no later than the machine now wants its next heartbeat (``_answer_due``:
+        a subscription change brings that forward).
         """
         try:
             # One look at the done future (``exception()`` and then ``result()`` would take
@@ -434,13 +450,15 @@ class GroupRunner:
             error = exc
             self._post(lambda now: self._failed(token, error, now))
             return
-        if due is None or response.error_code:
+        if due is None or response.error_code or (quiet_if is not None
+                                                   and not quiet_if(response)):
             self._post(lambda now: self._respond(token, response, now))
             return
         arrived = self.clock()
         with self._lock:
             if self._stopping:
                 return
+            due = min(due, self._answer_due)
             self._later.append((token, response, arrived))
             self._later_due = min(self._later_due, due)
             if due < self._wake_at:

@@ -18,8 +18,10 @@ import attrs
 from groupkit.group.config import GroupConfig
 from groupkit.protocol.messages.consumer_group import (
     ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     ConsumerGroupHeartbeatTopicPartitions,
 )
+from groupkit.protocol.schema import Response
 
 TopicIdPartitions = Mapping[uuid.UUID, frozenset[int]]
 
@@ -138,3 +140,23 @@ def leave_request(config: GroupConfig, member_id: str, epoch: int) -> ConsumerGr
     return ConsumerGroupHeartbeatRequest(group_id=config.group_id, member_id=member_id,
                                          member_epoch=epoch,
                                          instance_id=config.group_instance_id)
+
+
+@attrs.frozen
+class QuietAnswer:
+    """Whether a heartbeat answer leaves a STABLE member as it is: no assignment (Kafka sends
+    one only when it changed, or to a full heartbeat), the same member epoch, member id and
+    interval. Such an answer may wait for the runtime's next wakeup (``Send.quiet_if``); a
+    pure test of the answer, run on a connection's thread."""
+
+    member_epoch: int
+    member_id: str
+    interval_s: float
+
+    def __call__(self, response: Response) -> bool:
+        return (isinstance(response, ConsumerGroupHeartbeatResponse)
+                and response.assignment is None
+                and response.member_epoch == self.member_epoch
+                and max(0, response.heartbeat_interval_ms) / 1000 == self.interval_s
+                and (not response.member_id or response.member_id == self.member_id))
+

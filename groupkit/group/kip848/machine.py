@@ -29,6 +29,7 @@ from groupkit.errors import (
 )
 from groupkit.group import requests
 from groupkit.group.kip848.error_actions import Action, commit_action, offset_fetch_action
+from groupkit.group.kip848.heartbeat import QuietAnswer
 from groupkit.group.kip848.responses import AnsweringMember
 from groupkit.group.kip848.states import (
     HEARTBEAT_NOW,
@@ -104,7 +105,10 @@ class ConsumerGroupMachine(AnsweringMember):
 
     @property
     def heartbeat_due(self) -> float | None:
-        return None  # an answer may carry an assignment: never deferred
+        """When a STABLE member's next heartbeat goes (its answers may wait until then when
+        they change nothing: ``QuietAnswer``); None in every other state, whose answers are
+        never deferred."""
+        return self._beat_due() if self._state is S.STABLE else None
 
     def commit_fence(self) -> CommitFence:
         """The member id and epoch an OffsetCommit and an OffsetFetch carry (v9+), or
@@ -363,7 +367,11 @@ class ConsumerGroupMachine(AnsweringMember):
         request = self._sent.build(self.config, self._member_id, self._epoch, joining,
                                    self.subscription.current, self.remote_assignor,
                                    self._rec.current)
-        self._heartbeat_token = self._send(request, heartbeat=True)
+        # A STABLE member's answer that changes nothing may wait for the runner's next wakeup
+        # (when the next heartbeat is due), so an idle member wakes once per heartbeat.
+        quiet = QuietAnswer(self._epoch, self._member_id, self._interval_s) \
+            if self._state is S.STABLE else None
+        self._heartbeat_token = self._send(request, heartbeat=True, quiet_if=quiet)
         # The interval counts from the send (Java resets the heartbeat timer when it builds
         # the request); JOINING waits for the answer, then heartbeats again at the interval.
         self._beat_at = now + self._interval_s

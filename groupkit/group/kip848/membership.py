@@ -22,6 +22,7 @@ from groupkit.group.backoff import Backoff
 from groupkit.group.config import GroupConfig
 from groupkit.group.kip848.error_actions import unsupported_error
 from groupkit.group.kip848.heartbeat import (
+    QuietAnswer,
     SentFields,
     SubscriptionHolder,
     TopicIdPartitions,
@@ -216,10 +217,11 @@ class Membership:
     # --- sending ------------------------------------------------------------------------------
 
     def _send(self, request: Request, *, destination: Destination = Destination.COORDINATOR,
-              heartbeat: bool = False) -> int:
+              heartbeat: bool = False, quiet_if: QuietAnswer | None = None) -> int:
         token = self._next_token
         self._next_token = token + 1
-        self._outputs.append(Send(token, request, destination, heartbeat=heartbeat))
+        self._outputs.append(Send(token, request, destination, heartbeat=heartbeat,
+                                  answer_may_wait=quiet_if is not None, quiet_if=quiet_if))
         return token
 
     def _go(self, trigger: Trigger) -> None:
