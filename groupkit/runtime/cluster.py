@@ -413,6 +413,9 @@ class Cluster:
                 if node is not None:
                     found[k] = node
         missing = [k for k in keys if k not in found]
+        if not missing:
+            # The common case (every transaction call, every commit): all cached.
+            return found
         timeout = timeout_ms if timeout_ms is not None else self.config.request_timeout_ms
         started = time.monotonic()
         deadline = min(started + timeout / 1000,

@@ -67,7 +67,7 @@ class TransactionClient:
         """Send ``build(version)`` to the coordinator of ``key`` (any broker when None) until
         every code ``codes`` reads from its answer is 0, or the table says stop, or ``deadline``
         passes (RequestTimeoutError; the state is unchanged, so the call may be made again)."""
-        backoff = self._config.retry_backoff()
+        backoff = None  # made on the first retry: most calls need none
         attempt = 0
         last: BaseException | None = None
         while True:
@@ -116,6 +116,8 @@ class TransactionClient:
                 if action is TxnAction.FIND_COORDINATOR and key is not None:
                     self._cluster.invalidate_coordinator(key, key_type)
             attempt += 1
+            if backoff is None:
+                backoff = self._config.retry_backoff()
             time.sleep(max(0.0, min(backoff.delay(attempt), deadline - time.monotonic())))
 
     def _state_error(self, what: str) -> GroupkitError:
