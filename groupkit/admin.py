@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from assignors import TopicPartition
 from groupkit.admin_values import (
     CONSUMER_PROTOCOL_TYPE,
+    SHARE_PROTOCOL_TYPE,
     CreatedTopic,
     GroupDescription,
     GroupListing,
@@ -84,6 +85,10 @@ from groupkit.protocol.messages.offset_fetch import (
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
     OffsetFetchResponse,
+)
+from groupkit.protocol.messages.share_group import (
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
 )
 from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import Request, Response
@@ -206,11 +211,25 @@ class Admin:
 
     # --- groups --------------------------------------------------------------------------------
 
-    def list_groups(self, timeout: float | None = None) -> list[GroupListing]:
-        """The groups every broker coordinates, sorted by id."""
+    def list_groups(self, timeout: float | None = None, types: Iterable[str] | None = None
+                    ) -> list[GroupListing]:
+        """The groups every broker coordinates, sorted by id; ``types`` keeps those of the
+        types named ("classic", "consumer", "share", "streams"), which needs ListGroups v5
+        (Kafka 4.0+) on every broker: UnsupportedVersionError names one that lacks it."""
         deadline = self._deadline(timeout)
+        wanted = sorted(set(types)) if types is not None else []
         nodes = list(self._cluster.refresh(deadline=deadline).brokers)
-        futures = {node: self._cluster.send(node, ListGroupsRequest(), deadline=deadline)
+        if wanted:
+            for node in nodes:
+                version = self._cluster.api_version(node, ApiKey.LIST_GROUPS, deadline)
+                if version is None or version < 5:
+                    broker = self._cluster.metadata.broker(node)
+                    raise UnsupportedVersionError(
+                        f"the broker {broker.address if broker else node} (node {node}) speaks"
+                        f" ListGroups {'not at all' if version is None else f'up to v{version}'}"
+                        f"; listing groups by type ({', '.join(wanted)}) needs v5 (Kafka 4.0+)")
+        futures = {node: self._cluster.send(node, ListGroupsRequest(types_filter=wanted),
+                                            deadline=deadline)
                    for node in nodes}
         listings: dict[str, GroupListing] = {}
         for node, future in futures.items():
@@ -218,8 +237,56 @@ class Admin:
             check_error(response.error_code)
             for g in response.groups:
                 listings[g.group_id] = GroupListing(g.group_id, g.protocol_type,
-                                                    g.group_state or None)
+                                                    g.group_state or None, g.group_type or None)
         return [listings[k] for k in sorted(listings)]
+
+    def brokers_offering(self, api_key: int, timeout: float | None = None) -> list[str]:
+        """The addresses of the brokers that offer ``api_key`` (any version), e.g. to tell
+        whether the cluster has share groups (ShareGroupHeartbeat, API 76)."""
+        deadline = self._deadline(timeout)
+        metadata = self._cluster.refresh(deadline=deadline)
+        return [b.address for node, b in sorted(metadata.brokers.items())
+                if self._cluster.api_version(node, api_key, deadline) is not None]
+
+    def describe_share_groups(self, group_ids: Iterable[str], timeout: float | None = None
+                              ) -> dict[str, GroupDescription]:
+        """Describe share groups (KIP-932) with ShareGroupDescribe (API 77, Kafka 4.1+), as
+        Java's AdminClient.describeShareGroups: members with their subscriptions and
+        assignments (topics by name), the group epoch and the assignor. A group that is not a
+        share group comes back "Dead" with no members. UnsupportedVersionError names a
+        coordinator without the API (Tansu and confluent-kafka's mock cluster have none)."""
+        deadline = self._deadline(timeout)
+        ids = list(dict.fromkeys(group_ids))
+        coordinators = self._cluster.coordinators(ids, deadline=deadline)
+        for group_id in ids:
+            node = coordinators[group_id]
+            if self._cluster.api_version(node, ApiKey.SHARE_GROUP_DESCRIBE, deadline) is None:
+                broker = self._cluster.metadata.broker(node)
+                where = f"{broker.host}:{broker.port} (node {node})" if broker else f"node {node}"
+                raise UnsupportedVersionError(
+                    f"the coordinator of group {group_id!r}, {where}, does not offer"
+                    " ShareGroupDescribe (API 77, share groups, Kafka 4.1+): it cannot describe"
+                    " share groups")
+
+        def split(response: ShareGroupDescribeResponse, groups: list[str]
+                  ) -> dict[str, tuple[int, Any]]:
+            return {g.group_id: (g.error_code, g) for g in response.groups}
+
+        answers = self._by_coordinator(
+            ids, lambda groups: ShareGroupDescribeRequest(group_ids=groups), split, deadline)
+        described: dict[str, GroupDescription] = {}
+        for group_id, (code, group) in answers.items():
+            coordinator = _node(self._cluster.metadata.broker(coordinators[group_id]))
+            if code == ErrorCode.GROUP_ID_NOT_FOUND:
+                described[group_id] = GroupDescription(group_id, "Dead", SHARE_PROTOCOL_TYPE,
+                                                       "", (), coordinator)
+                continue
+            _check(code, f"share group {group_id!r}", group.error_message)
+            described[group_id] = GroupDescription(
+                group.group_id, group.group_state, SHARE_PROTOCOL_TYPE, group.assignor_name,
+                tuple(MemberDescription.from_share_group(m) for m in group.members),
+                coordinator, group.group_epoch)
+        return {g: described[g] for g in ids}
 
     def describe_groups(self, group_ids: Iterable[str], timeout: float | None = None
                         ) -> dict[str, GroupDescription]:

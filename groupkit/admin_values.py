@@ -15,9 +15,15 @@ from groupkit.protocol.messages.consumer_group import (
     ConsumerGroupDescribeMember,
 )
 from groupkit.protocol.messages.describe_groups import DescribeGroupsResponseMember
+from groupkit.protocol.messages.share_group import (
+    ShareGroupDescribeAssignment,
+    ShareGroupDescribeMember,
+)
 
 #: The protocol type of groups whose member metadata is the consumer embedded protocol.
 CONSUMER_PROTOCOL_TYPE = "consumer"
+#: The protocol type a share group (KIP-932) is described with.
+SHARE_PROTOCOL_TYPE = "share"
 
 
 @attrs.frozen
@@ -37,6 +43,8 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str | None = None
+    #: "classic", "consumer", "share" or "streams" (ListGroups v5+, Kafka 4.0+); else None.
+    group_type: str | None = None
 
 
 @attrs.frozen
@@ -73,6 +81,14 @@ class MemberDescription:
                    _named(member.target_assignment), member.subscribed_topic_regex or None)
 
     @classmethod
+    def from_share_group(cls, member: ShareGroupDescribeMember) -> MemberDescription:
+        """One member of a share group as ShareGroupDescribe gives it (topics by name)."""
+        return cls(member.member_id, None, member.client_id, member.client_host,
+                   Subscription(topics=list(member.subscribed_topic_names),
+                                rack_id=member.rack_id),
+                   _named(member.assignment), b"", b"", member.member_epoch)
+
+    @classmethod
     def from_wire(cls, member: DescribeGroupsResponseMember,
                   protocol_type: str) -> MemberDescription:
         """Decode one DescribeGroups member; undecodable bytes become None, never an error."""
@@ -92,7 +108,8 @@ class MemberDescription:
 _Embedded = TypeVar("_Embedded", Subscription, Assignment)
 
 
-def _named(assignment: ConsumerGroupDescribeAssignment) -> tuple[TopicPartition, ...]:
+def _named(assignment: ConsumerGroupDescribeAssignment | ShareGroupDescribeAssignment
+           ) -> tuple[TopicPartition, ...]:
     return tuple(sorted(TopicPartition(tp.topic_name, p) for tp in assignment.topic_partitions
                         for p in tp.partitions))
 

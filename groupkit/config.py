@@ -301,6 +301,19 @@ class ShareConsumerConfig(ClientConfig):
     check_crcs: bool = attrs.field(default=True, validator=_flag)
     default_api_timeout_ms: int = attrs.field(default=60000, validator=_at_least(1))
 
+    @classmethod
+    def from_kwargs(cls: type[C], settings: Mapping[str, Any]) -> C:
+        broker_side = [n for n in ("session_timeout_ms", "heartbeat_interval_ms",
+                                   "auto_offset_reset", "isolation_level") if n in settings]
+        if broker_side:
+            raise ConfigError(
+                f"{', '.join(broker_side)} cannot be set on a share consumer: a share group's"
+                " session timeout, heartbeat interval, start offset and isolation level are the"
+                " broker's group configs (group.share.session.timeout.ms,"
+                " group.share.heartbeat.interval.ms, share.auto.offset.reset,"
+                " share.isolation.level)")
+        return super().from_kwargs(settings)
+
     @property
     def explicit(self) -> bool:
         return self.share_acknowledgement_mode == "explicit"

@@ -49,6 +49,10 @@ SHARE_SETTINGS = tuple(a.name for a in attrs.fields(ShareConsumerConfig)
                        if a.name != "share_acknowledgement_mode")
 #: Every setting name a ShareWorker takes, for the pool.
 SETTINGS = SHARE_SETTINGS + _OWN_SETTINGS
+#: Settings a consumer group member has and a share group keeps on the broker
+#: (ShareConsumerConfig says so).
+_BROKER_SIDE = ("session_timeout_ms", "heartbeat_interval_ms", "auto_offset_reset",
+                "isolation_level")
 #: The longest one poll of the loop waits (as GroupConsumer's).
 _MAX_POLL_WAIT_S = 5.0
 
@@ -85,7 +89,7 @@ class ShareWorker(StopOnSignals):
         merged = {name: getattr(cls, name) for name in SHARE_SETTINGS if hasattr(cls, name)}
         merged.update({name: getattr(cls, name) for name in _OWN_SETTINGS})
         for name in settings:
-            if name not in SETTINGS:
+            if name not in SETTINGS and name not in _BROKER_SIDE:
                 close = difflib.get_close_matches(name, SETTINGS, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise ConfigError(f"unknown setting {name!r} for {cls.__name__}{hint}")

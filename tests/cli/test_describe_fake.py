@@ -40,6 +40,10 @@ from groupkit.protocol.messages.offset_fetch import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
+from groupkit.protocol.messages.share_group import (
+    ShareGroupDescribeGroup,
+    ShareGroupDescribeResponse,
+)
 from groupkit.protocol.versions import CLIENT_VERSIONS
 from tests.support.captured_groups import captured_topics, captured_wire_members
 from tests.support.cli_groups import run_cli
@@ -66,6 +70,12 @@ class GroupCluster(FakeCluster):
             response: Any = ConsumerGroupDescribeResponse(groups=[ConsumerGroupDescribeGroup(
                 error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {g} is not a"
                 " consumer group.", group_id=g, group_state="", group_epoch=0,
+                assignment_epoch=0, assignor_name="") for g in request.group_ids])
+        elif header.api_key == ApiKey.SHARE_GROUP_DESCRIBE:
+            # Kafka 4.1's answer for a group that is not a share group.
+            response = ShareGroupDescribeResponse(groups=[ShareGroupDescribeGroup(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {g} is not a"
+                " share group.", group_id=g, group_state="", group_epoch=0,
                 assignment_epoch=0, assignor_name="") for g in request.group_ids])
         elif header.api_key == ApiKey.DESCRIBE_GROUPS:
             response = DescribeGroupsResponse(groups=[DescribeGroupsResponseGroup(

@@ -67,7 +67,9 @@ def test_list_filters_by_the_state_the_group_is_really_in(bootstrap, unique_name
     make_batched_topic(bootstrap, topic, {0: [3]})
     commit_as_peer(bootstrap, group, {(topic, 0): 1})
     listed = cli_json(capsys, "groups", "list", "--bootstrap-server", bootstrap)
-    assert {"group": group, "state": "Empty", "protocol_type": "consumer"} in listed
+    # (The "type" key, ListGroups v5's group type, is there when the broker gives it.)
+    assert {"group": group, "state": "Empty", "protocol_type": "consumer"} in [
+        {k: g[k] for k in ("group", "state", "protocol_type")} for g in listed]
     with active_group(bootstrap, group, topic):
         stable = cli_json(capsys, "groups", "list", "--state", "stable",
                           "--bootstrap-server", bootstrap)

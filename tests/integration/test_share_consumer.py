@@ -255,3 +255,14 @@ def test_confluent_share_consumers_are_peers_here() -> None:
     """The peer is what the issue says it is (2.16: ShareConsumer with acknowledge)."""
     assert hasattr(confluent_kafka, "ShareConsumer") and hasattr(confluent_kafka,
                                                                  "AcknowledgeType")
+
+
+@pytest.mark.broker
+def test_the_command_line_says_plainly_a_broker_has_no_share_groups(
+        kafka_broker: Any, capsys: Any) -> None:
+    from tests.support.cli_groups import run_cli
+
+    boot = kafka_broker.bootstrap_servers
+    status, _, err = run_cli(capsys, "groups", "list", "--type", "share",
+                             "--bootstrap-server", boot)
+    assert status == 0 and "no broker of this cluster offers share groups" in err
