@@ -48,7 +48,7 @@ from groupkit.protocol.messages.offset_fetch import (
 )
 from groupkit.protocol.versions import CLIENT_VERSIONS
 from tests.support.cli_groups import run_cli
-from tests.support.fake_broker import FakeCluster
+from tests.support.fake_broker import FakeCluster, not_a_share_group
 
 CAPS = {ApiKey.OFFSET_FETCH: 7, ApiKey.FETCH: 12, ApiKey.CONSUMER_GROUP_DESCRIBE: 1}
 VERSIONS = {k: (lo, min(hi, CAPS.get(k, hi))) for k, (lo, hi) in CLIENT_VERSIONS.items()}
@@ -97,6 +97,8 @@ class Cluster(FakeCluster):
         _, request = decode_request_frame(frame)
         if header.api_key in (ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.DESCRIBE_GROUPS):
             return self.describe(header, request)
+        if header.api_key == ApiKey.SHARE_GROUP_DESCRIBE:
+            return not_a_share_group(header, request)
         if header.api_key == ApiKey.OFFSET_FETCH:
             response: Any = OffsetFetchResponse(topics=[OffsetFetchResponseTopic(
                 name=TOPIC, partitions=[OffsetFetchResponsePartition(

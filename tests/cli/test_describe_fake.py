@@ -40,14 +40,10 @@ from groupkit.protocol.messages.offset_fetch import (
     OffsetFetchResponsePartition,
     OffsetFetchResponseTopic,
 )
-from groupkit.protocol.messages.share_group import (
-    ShareGroupDescribeGroup,
-    ShareGroupDescribeResponse,
-)
 from groupkit.protocol.versions import CLIENT_VERSIONS
 from tests.support.captured_groups import captured_topics, captured_wire_members
 from tests.support.cli_groups import run_cli
-from tests.support.fake_broker import FakeCluster
+from tests.support.fake_broker import FakeCluster, not_a_share_group
 
 CAPS = {ApiKey.OFFSET_FETCH: 7, ApiKey.FETCH: 12}
 VERSIONS = {k: (lo, min(hi, CAPS.get(k, hi))) for k, (lo, hi) in CLIENT_VERSIONS.items()}
@@ -72,11 +68,7 @@ class GroupCluster(FakeCluster):
                 " consumer group.", group_id=g, group_state="", group_epoch=0,
                 assignment_epoch=0, assignor_name="") for g in request.group_ids])
         elif header.api_key == ApiKey.SHARE_GROUP_DESCRIBE:
-            # Kafka 4.1's answer for a group that is not a share group.
-            response = ShareGroupDescribeResponse(groups=[ShareGroupDescribeGroup(
-                error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {g} is not a"
-                " share group.", group_id=g, group_state="", group_epoch=0,
-                assignment_epoch=0, assignor_name="") for g in request.group_ids])
+            return not_a_share_group(header, request)
         elif header.api_key == ApiKey.DESCRIBE_GROUPS:
             response = DescribeGroupsResponse(groups=[DescribeGroupsResponseGroup(
                 error_code=0, group_id=g, group_state=self.state,

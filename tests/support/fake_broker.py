@@ -197,3 +197,17 @@ def offset_delete_answer(top: int, topics: list[tuple[str, list[tuple[int, int]]
     return i16(top) + i32(0) + arr([
         s(name) + arr([i32(partition) + i16(code) for partition, code in parts])
         for name, parts in topics])
+
+
+def not_a_share_group(header: RequestHeader, request: Any) -> bytes:
+    """A ShareGroupDescribe (77) answer as Kafka 4.1 gives it for groups that are not share
+    groups (GROUP_ID_NOT_FOUND), for fakes of a broker that has the API but no share group."""
+    from groupkit.protocol.messages.share_group import (
+        ShareGroupDescribeGroup,
+        ShareGroupDescribeResponse,
+    )
+
+    return ShareGroupDescribeResponse(groups=[ShareGroupDescribeGroup(
+        error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {g} is not a share"
+        " group.", group_id=g, group_state="", group_epoch=0, assignment_epoch=0,
+        assignor_name="") for g in request.group_ids]).encode(header.api_version)
