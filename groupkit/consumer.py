@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -61,6 +62,7 @@ from groupkit.runtime.fetcher import Fetcher
 from groupkit.runtime.group_runner import GroupRunner
 from groupkit.runtime.metadata import ClusterMetadata
 from groupkit.runtime.offsets import CommitCallback, OffsetStore
+from groupkit.runtime.pattern_watch import PatternWatch, compile_pattern
 from groupkit.values import ConsumerGroupMetadata, OffsetAndMetadata
 
 if TYPE_CHECKING:
@@ -162,6 +164,8 @@ class Consumer:
                                 wakeup=self._bell.ring)
         self._fetcher.start()
         self._protocol: ConsumerProtocol | None = None
+        #: A classic-protocol pattern subscription's matcher (``subscribe(pattern=...)``).
+        self._pattern_watch: PatternWatch | None = None
         #: The subscription a consumer-protocol member sends (group_protocol="consumer").
         self._subscription: SubscriptionHolder | None = None
         self._listener: Any = None
@@ -185,11 +189,14 @@ class Consumer:
         """Join ``group_id`` and consume ``topics``, or the topics matching ``pattern``;
         ``listener`` hears about rebalances.
 
-        ``pattern`` (a regular expression in RE2/J syntax, matched by the broker against whole
-        topic names) needs ``group_protocol="consumer"``: it goes to the group coordinator as
-        the member's SubscribedTopicRegex (ConsumerGroupHeartbeat v1, Kafka 4.0+), as Java's
-        ``subscribe(SubscriptionPattern)`` sends it; the broker resolves it, also for topics
-        created later.
+        ``pattern`` is a regular expression a topic's whole name must match. With
+        ``group_protocol="consumer"`` it goes to the group coordinator as the member's
+        SubscribedTopicRegex (ConsumerGroupHeartbeat v1, Kafka 4.0+; RE2/J syntax), as Java's
+        ``subscribe(SubscriptionPattern)`` sends it, and the broker resolves it, also for
+        topics created later. With the classic protocol the consumer matches it itself (Python
+        ``re`` syntax), as Java's ``subscribe(Pattern)`` does: against every topic's name but
+        Kafka's internal ones, now and every ``metadata_max_age_ms``, rejoining when the
+        matching set changes (``groupkit.runtime.pattern_watch``).
         """
         self._check_open()
         if self._manual:
@@ -197,29 +204,55 @@ class Consumer:
         if self.config.group_id is None:
             raise ConfigError("subscribe() needs a group_id; pass group_id=... or use assign()")
         wanted = sorted(set([topics] if isinstance(topics, str) else topics))
+        compiled: re.Pattern[str] | None = None
         if pattern is not None:
-            if self.config.group_protocol != "consumer":
-                raise ConfigError(
-                    "subscribe(pattern=...) needs group_protocol='consumer' (the broker resolves"
-                    " the pattern); with the classic protocol, subscribe to topic names")
             if wanted or not isinstance(pattern, str) or not pattern:
                 raise ConfigError("subscribe() takes topic names or one non-empty pattern,"
                                   " not both")
+            if self.config.group_protocol != "consumer":
+                compiled = compile_pattern(pattern)
         elif not wanted:
             raise ConfigError("subscribe() needs at least one topic")
         self._listener = listener
         self._cluster.add_topics(wanted)
+        if self._pattern_watch is not None:
+            self._pattern_watch.stop()
+            self._pattern_watch = None
         if self._runner is None:
-            self._start_group(wanted, pattern)
-        else:
+            self._start_group(wanted, pattern, start=compiled is None)
+        elif compiled is None:
             if self._subscription is not None:
                 self._subscription.subscribe(wanted, pattern)
             else:
                 assert self._protocol is not None
                 self._protocol.subscribe(wanted)
-            self._runner.request_rejoin("the subscription changed")
+            if self._runner.started:
+                self._runner.request_rejoin("the subscription changed")
+            else:  # a classic pattern subscription whose first match never came
+                self._runner.start()
+        if compiled is not None:
+            self._watch_pattern(compiled)
 
-    def _start_group(self, topics: list[str], pattern: str | None) -> None:
+    def _watch_pattern(self, pattern: re.Pattern[str]) -> None:
+        """Classic protocol: subscribe to the topics ``pattern`` matches, now and as they
+        change; the membership starts with the first match (Java joins once its first metadata
+        with every topic is in)."""
+        runner, protocol = self._runner, self._protocol
+        assert runner is not None and protocol is not None
+
+        def matched(names: list[str]) -> None:
+            protocol.subscribe(names)
+            self._cluster.add_topics(names)
+            if not runner.started:
+                runner.start()
+            else:
+                runner.request_rejoin(f"the topics matching pattern {pattern.pattern!r} changed")
+
+        self._pattern_watch = PatternWatch(self._cluster, pattern,
+                                           self.config.metadata_max_age_ms / 1000, matched)
+        self._pattern_watch.start()
+
+    def _start_group(self, topics: list[str], pattern: str | None, start: bool = True) -> None:
         c = self.config
         assert c.group_id is not None
         group = GroupConfig(
@@ -251,7 +284,8 @@ class Consumer:
             joining = self._joining
         self._runner = GroupRunner(machine, self._any_broker, self._coordinator_connection,
                                    self.hooks, wakeup=self._on_group_news, joining=joining)
-        self._runner.start()
+        if start:
+            self._runner.start()
 
     @_one_thread
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
@@ -623,6 +657,8 @@ class Consumer:
         if self._closed:
             return
         deadline = time.monotonic() + timeout
+        if self._pattern_watch is not None:
+            self._pattern_watch.stop(max(0.0, min(1.0, timeout)))
         try:
             if self._runner is not None:
                 self._close_group(deadline)

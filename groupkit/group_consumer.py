@@ -38,6 +38,7 @@ from groupkit.errors import (
     WakeupError,
 )
 from groupkit.hooks import Hook, Processed, TransactionEnded, emit
+from groupkit.runtime.pattern_watch import compile_pattern
 
 if TYPE_CHECKING:
     from groupkit.producer import Producer
@@ -47,7 +48,7 @@ __all__ = ["ERROR_POLICIES", "GroupConsumer", "RunSummary", "StopOnSignals"]
 log = logging.getLogger(__name__)
 
 ERROR_POLICIES = ("stop", "skip")
-_OWN_SETTINGS = ("topics", "on_error", "hooks", "metrics_port", "stop_grace_ms",
+_OWN_SETTINGS = ("topics", "pattern", "on_error", "hooks", "metrics_port", "stop_grace_ms",
                  "processing_guarantee", "transactional_id", "producer_settings")
 PROCESSING_GUARANTEES = ("at_least_once", "exactly_once_v2")
 _CONSUMER_SETTINGS = tuple(a.name for a in attrs.fields(ConsumerConfig))
@@ -143,6 +144,12 @@ class GroupConsumer(StopOnSignals):
     """
 
     topics: ClassVar[Sequence[str]] = ()
+    #: Or a regular expression a topic's whole name must match (Java's subscribe(Pattern)),
+    #: e.g. ``"orders-.*"``; one of ``topics`` and ``pattern``. The classic protocol matches it
+    #: here (Python ``re``) against every topic but Kafka's internal ones, now and every
+    #: ``metadata_max_age_ms``; ``group_protocol="consumer"`` sends it to the broker (RE2/J),
+    #: which resolves it. See ``Consumer.subscribe``.
+    pattern: ClassVar[str | None] = None
     group_id: ClassVar[str | None] = None
     on_error: ClassVar[str] = "stop"
     hooks: ClassVar[Sequence[Hook]] = ()
@@ -171,7 +178,8 @@ class GroupConsumer(StopOnSignals):
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise ConfigError(f"unknown setting {name!r} for {cls.__name__}{hint}")
         merged.update(settings)
-        self._topics = _check_topics(merged.pop("topics"))
+        self._topics, self._pattern = _check_subscription(
+            merged.pop("topics"), merged.pop("pattern"), merged.get("group_protocol"))
         self._on_error = merged.pop("on_error")
         self._hooks = list(merged.pop("hooks"))
         self._metrics_port = _check_port(merged.pop("metrics_port"))
@@ -246,8 +254,14 @@ class GroupConsumer(StopOnSignals):
 
     @property
     def topic_names(self) -> tuple[str, ...]:
-        """The topics this worker subscribes to, after constructor overrides."""
+        """The topics this worker subscribes to, after constructor overrides (none when it
+        subscribes to a ``pattern``)."""
         return self._topics
+
+    @property
+    def topic_pattern(self) -> str | None:
+        """The pattern this worker subscribes to, or None when it names its topics."""
+        return self._pattern
 
     @property
     def summary(self) -> RunSummary:
@@ -298,7 +312,7 @@ class GroupConsumer(StopOnSignals):
                     consumer.subscribe(list(self._topics), listener=_Listener(
                         assigned=self._partitions_assigned,
                         revoked=lambda partitions: self._partitions_revoked(consumer, partitions),
-                        lost=self._partitions_lost))
+                        lost=self._partitions_lost), pattern=self._pattern)
                     self._loop(consumer)
                 finally:
                     # close() revokes what is held: on_revoked runs, then the worker commits,
@@ -680,6 +694,27 @@ def _check_class_attributes(cls: type) -> None:
                 raise ConfigError(
                     f"{klass.__name__}.{name} is not a setting, so it would be ignored; did you"
                     f" mean {close[0]!r}?")
+
+
+def _check_subscription(topics: Any, pattern: Any,
+                        protocol: Any) -> tuple[tuple[str, ...], str | None]:
+    """``topics`` or ``pattern``, exactly one of them: (topic names, None) or ((), pattern).
+    A pattern the classic protocol matches here must compile (the broker checks its own)."""
+    if pattern is None:
+        if isinstance(topics, list | tuple) and not topics:
+            raise ConfigError("set topics (e.g. topics = ['orders']) or a pattern (e.g."
+                              " pattern = 'orders-.*'): neither is set")
+        return _check_topics(topics), None
+    if topics:
+        raise ConfigError(f"set topics or pattern, not both (topics={list(topics)!r},"
+                          f" pattern={pattern!r}): a worker subscribes to named topics or to"
+                          " the topics a pattern matches")
+    if not isinstance(pattern, str) or not pattern:
+        raise ConfigError(f"pattern must be a non-empty regular expression such as"
+                          f" 'orders-.*', not {pattern!r}")
+    if protocol != "consumer":
+        compile_pattern(pattern)
+    return (), pattern
 
 
 def _check_topics(topics: Any) -> tuple[str, ...]:

@@ -57,9 +57,11 @@ class ScriptedConsumer:
     def wakeup(self) -> None:
         self.woken = True
 
-    def subscribe(self, topics: list[str], listener: Any) -> None:
+    def subscribe(self, topics: list[str], listener: Any, *, pattern: str | None = None
+                  ) -> None:
         self.topics = topics
         self.listener = listener
+        self.pattern = pattern
 
     def poll(self, timeout: float) -> list[Any]:
         self.timeouts.append(timeout)
@@ -195,6 +197,43 @@ def test_keywords_override_class_attributes(play: Callable[..., Any]) -> None:
     assert ScriptedConsumer.last.topics == ["other"]
     assert ScriptedConsumer.last.settings["session_timeout_ms"] == 9000
     assert ScriptedConsumer.last.settings["enable_auto_commit"] is False
+
+
+def test_a_pattern_class_attribute_is_what_the_worker_subscribes_to(play) -> None:
+    class Orders(Recorder):
+        topics = ()
+        pattern = "orders-.*"
+
+    worker = Orders()
+    assert worker.topic_names == () and worker.topic_pattern == "orders-.*"
+    play(worker.stop)
+    worker.run()
+    assert ScriptedConsumer.last is not None
+    assert (ScriptedConsumer.last.topics, ScriptedConsumer.last.pattern) == ([], "orders-.*")
+
+
+def test_a_worker_with_topics_subscribes_without_a_pattern(play) -> None:
+    worker = Recorder()
+    play(worker.stop)
+    worker.run()
+    assert ScriptedConsumer.last is not None
+    assert (ScriptedConsumer.last.topics, ScriptedConsumer.last.pattern) == (["t"], None)
+
+
+@pytest.mark.parametrize(("topics", "pattern", "says"), [
+    (["t"], "t-.*", "not both"), ((), None, "neither is set"), ((), "", "non-empty"),
+    ((), 5, "non-empty")])
+def test_topics_and_pattern_are_one_or_the_other(topics: Any, pattern: Any, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        Recorder(topics=topics, pattern=pattern)
+
+
+def test_a_classic_pattern_must_be_a_python_regular_expression() -> None:
+    # The classic protocol matches it here; the consumer protocol's broker judges its own
+    # syntax (RE2/J: \pL is a letter there, an error in Python's re).
+    with pytest.raises(ConfigError, match="not a regular expression"):
+        Recorder(topics=(), pattern="orders-(")
+    assert Recorder(topics=(), pattern=r"\pL+", group_protocol="consumer").topic_pattern == r"\pL+"
 
 
 # --- commits and error policies ----------------------------------------------------------------

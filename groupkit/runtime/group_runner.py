@@ -161,6 +161,12 @@ class GroupRunner:
             self._events.extendleft(reversed(events))
 
     @property
+    def started(self) -> bool:
+        """Whether ``start()`` was called (a classic pattern subscription starts the runner
+        once its first match is in)."""
+        return self._thread is not None
+
+    @property
     def state(self) -> enum.Enum:
         """The member's state as of the runner's last step (its machine's own state enum)."""
         return self._state
