@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from groupkit.consumer import ConsumerRecord
-from groupkit.hooks import Polled
+from groupkit.hooks import Joined, Polled, RebalanceFinished
 from groupkit.share_consumer import ShareConsumerRecord
 from groupkit.share_worker import ShareWorker
 from tests.support.worker_log import LoggedWorker
@@ -118,6 +118,31 @@ class ExactlyOnceWorker(RecordingWorker):
         super().process(record)
         self.send(f"{record.topic}-out", b"%d:%d" % (record.partition, record.offset),
                   partition=record.partition)
+
+
+class ConsumerProtocolWorker(LoggedWorker):
+    """RecordingWorker's logging for a pool run with ``group_protocol="consumer"`` (KIP-848):
+    no session settings (the broker owns them there); every line carries ``t``
+    (``time.monotonic()``, one clock for every process of the machine), so a test can order
+    one worker's revocation before another's assignment; ``member`` lines give the member id and
+    epoch each time the epoch changes (the Joined event), ``rebalanced`` lines each
+    reconciliation finished (RebalanceFinished), to set against the pool's metrics."""
+
+    auto_offset_reset = "earliest"
+    auto_commit_interval_ms = 200
+
+    def __init__(self, hooks: Any = (), **settings: Any) -> None:
+        log = (Path(os.environ["POOL_TEST_DIR"]) / f"{os.getpid()}.jsonl").open("a")
+        super().__init__(log, hooks=[*hooks, self._membership], **settings)
+
+    def note(self, kind: str, **fields: Any) -> None:
+        super().note(kind, t=time.monotonic(), **fields)
+
+    def _membership(self, event: object) -> None:
+        if isinstance(event, Joined):
+            self.note("member", member_id=event.member_id, epoch=event.generation_id)
+        elif isinstance(event, RebalanceFinished):
+            self.note("rebalanced", epoch=event.generation_id)
 
 
 # --- share groups (issue 30) -------------------------------------------------------------------
