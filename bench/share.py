@@ -142,9 +142,12 @@ def _run(mock: Any, client: str, records: int, members: int) -> tuple[float, flo
                 raise RuntimeError(f"a {client} member did not pause")
         producer = mock.warm_producer()
         for i in range(records):
-            producer.produce(topic, value=VALUE, partition=i % PARTITIONS)
-            if i % 100_000 == 0:
-                producer.poll(0)
+            while True:
+                try:
+                    producer.produce(topic, value=VALUE, partition=i % PARTITIONS)
+                    break
+                except BufferError:  # librdkafka's queue holds 100,000 records: let it drain
+                    producer.poll(0.1)
         producer.flush(120)
         cpu = {m.proc.pid: run_seconds(m.proc.pid) for m in running}
         started = time.monotonic()
