@@ -150,6 +150,23 @@ def test_a_changed_assignment_says_what_was_added_and_what_to_stop_fetching() ->
     assert not [o for o in outs if isinstance(o, Assigned)]  # the same: nothing to do
 
 
+def test_an_answer_repeating_the_assignment_is_not_acknowledged_again() -> None:
+    """confluent-kafka's mock cluster repeats the assignment in every answer; a member that
+    took each repeat for a new one would heartbeat again at once, thousands of times a
+    second."""
+    m = Member.make()
+    m.found()
+    m.beat(0, 1)
+    _, outs = m.beat(0, 1)  # answers the acknowledging heartbeat with the assignment again
+    assert not [o for o in outs if isinstance(o, Send | Assigned)]
+    assert m.machine.state is S.STABLE
+    assert m.machine.next_deadline() == pytest.approx(m.now + 1.0)
+    m.at(m.now + 1.0)
+    _, outs = m.beat(0, 1, 2)  # a new one is acknowledged at once
+    assert [o for o in outs if isinstance(o, Assigned)]
+    assert [o for o in outs if isinstance(o, Send)]
+
+
 @pytest.mark.parametrize("code", [ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH])
 def test_a_fenced_member_loses_its_partitions_and_rejoins_with_the_same_id(code: int) -> None:
     m = Member.make()

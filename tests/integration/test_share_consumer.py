@@ -20,6 +20,7 @@ import pytest
 
 from groupkit import AcknowledgeType, ShareConsumer
 from groupkit.errors import IllegalStateError, UnsupportedVersionError
+from groupkit.hooks import HeartbeatSent
 from tests.support.mock_cluster import MockCluster
 from tests.support.waits import wait_for
 
@@ -232,6 +233,28 @@ def test_records_a_groupkit_member_releases_go_to_a_confluent_member(
     assert all(again[k] > highest[k] for k in highest), (again, highest)
     ck.consumer.commit_sync(5)
     ck.consumer.close()
+
+
+def test_an_idle_member_heartbeats_at_the_coordinators_interval(mock: MockCluster) -> None:
+    """The mock repeats a member's assignment in every heartbeat answer; taken for a new one
+    each time, it had a member heartbeat again at once (about 5,000 a second)."""
+    topic, group = _topic(mock)
+    beats: list[float] = []
+    consumer = ShareConsumer(bootstrap_servers=mock.bootstrap_servers, group_id=group,
+                             fetch_max_wait_ms=100, hooks=[
+                                 lambda e: beats.append(time.monotonic())
+                                 if isinstance(e, HeartbeatSent) else None])
+    try:
+        consumer.subscribe([topic])
+        wait_for(lambda: bool(consumer.assignment()), 20, "the member to join",
+                 step=lambda: consumer.poll(0.05))
+        start = time.monotonic()
+        while time.monotonic() - start < 2.0:
+            consumer.poll(0.25)
+        window = [t for t in beats if start <= t < start + 2.0]
+        assert len(window) <= 2.0 / 0.5 + 2, f"{len(window)} heartbeats in 2 s"
+    finally:
+        consumer.close(5)
 
 
 @pytest.mark.broker

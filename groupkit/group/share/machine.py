@@ -334,17 +334,22 @@ class ShareGroupMachine:
             return  # null: unchanged
         units = frozenset((tp.topic_id, p) for tp in resp.assignment.topic_partitions
                           for p in tp.partitions)
+        if units == self._assigned and not self._joining:
+            # The assignment held, again (confluent-kafka's mock cluster repeats it in every
+            # answer): nothing to acknowledge, the next heartbeat at the interval. Java's
+            # AbstractMembershipManager.processAssignmentReceived moves on only for a target
+            # not yet reconciled.
+            return
         self._go(T.ASSIGNMENT_RECEIVED)
-        if units != self._assigned or self._joining:
-            if not self._joining:
-                self._outputs.append(Rebalancing("the coordinator sent a new assignment"))
-            self._joining = False
-            added, revoked = units - self._assigned, self._assigned - units
-            self._assigned = units
-            self._outputs.append(Assigned(
-                generation_id=self._epoch, member_id=self._member_id,
-                protocol_name=SHARE_PROTOCOL, assignment=b"", units=frozenset(units),
-                added=frozenset(added), revoked=frozenset(revoked)))
+        if not self._joining:
+            self._outputs.append(Rebalancing("the coordinator sent a new assignment"))
+        self._joining = False
+        added, revoked = units - self._assigned, self._assigned - units
+        self._assigned = units
+        self._outputs.append(Assigned(
+            generation_id=self._epoch, member_id=self._member_id,
+            protocol_name=SHARE_PROTOCOL, assignment=b"", units=frozenset(units),
+            added=frozenset(added), revoked=frozenset(revoked)))
         self._beat_at = now  # ACKNOWLEDGING: the next heartbeat goes at once
 
     def _on_heartbeat_error(self, code: int, message: str | None, now: float) -> None:
