@@ -71,6 +71,7 @@ class TransactionClient:
         attempt = 0
         last: BaseException | None = None
         while True:
+            refused_with = 0  # this attempt's error code, when the coordinator answered one
             left = deadline - time.monotonic()
             if left <= 0:
                 raise RequestTimeoutError(
@@ -104,6 +105,7 @@ class TransactionClient:
                 code, message = failures[0]
                 with self._lock:
                     action = self.manager.apply(api_key, code, message)
+                refused_with = code
                 last = error_for_code(code)(message)
                 if action not in _RETRY_CODES:
                     log.warning("%s failed: %s", what, last)
@@ -118,7 +120,11 @@ class TransactionClient:
             attempt += 1
             if backoff is None:
                 backoff = self._config.retry_backoff()
-            time.sleep(max(0.0, min(backoff.delay(attempt), deadline - time.monotonic())))
+            delay = backoff.delay(attempt)
+            if refused_with:
+                with self._lock:
+                    delay = self.manager.retry_delay(api_key, refused_with, delay)
+            time.sleep(max(0.0, min(delay, deadline - time.monotonic())))
 
     def _state_error(self, what: str) -> GroupkitError:
         with self._lock:

@@ -22,6 +22,7 @@ import attrs
 
 from groupkit.errors import (
     AbortableTransactionError,
+    ApiKey,
     BrokerError,
     ClusterAuthorizationFailedError,
     ErrorCode,
@@ -47,6 +48,10 @@ TopicPartition = tuple[str, int]
 S = TxnState
 #: An epoch is an int16: past this an idempotent producer asks for a new id (Java: Short.MAX).
 _MAX_EPOCH = 32767
+#: The retry back-off of a transaction's opening call refused with CONCURRENT_TRANSACTIONS: the
+#: previous transaction's markers are still being written, which takes milliseconds (Java:
+#: TransactionManager.ADD_PARTITIONS_RETRY_BACKOFF_MS, KAFKA-5482).
+OPENING_RETRY_BACKOFF_S = 0.020
 #: Errors that end the producer's transactional use (Java: maybeTransitionToErrorState).
 _FATAL_ERRORS = (ClusterAuthorizationFailedError, TransactionalIdAuthorizationFailedError,
                  ProducerFencedError, UnsupportedVersionError)
@@ -409,6 +414,24 @@ class TransactionManager:
             self.transition(S.INITIALIZING)
             return
         self.transition(S.READY)
+
+    def retry_delay(self, api_key: int, code: int, backoff_s: float) -> float:
+        """Seconds to wait before sending ``api_key`` again after it was refused with ``code``
+        (a RETRY of the error table), ``backoff_s`` being the retry back-off's.
+
+        A coordinator still writing the previous transaction's markers (Kafka answers EndTxn
+        before they are written) refuses the next transaction's first AddPartitionsToTxn with
+        CONCURRENT_TRANSACTIONS; Java retries it after 20 ms instead of retry.backoff.ms
+        (AddPartitionsToTxnHandler.maybeOverrideRetryBackoffMs, while no partition is in the
+        transaction), or a tight read-process-write loop would wait 100 ms per transaction.
+        groupkit's application thread often reaches the coordinator with AddOffsetsToTxn
+        before the sender thread sends AddPartitionsToTxn, so it gets the same 20 ms while
+        nothing of the transaction is at the coordinator (Java gives it retry.backoff.ms: its
+        sender has normally added the partitions first)."""
+        if code == ErrorCode.CONCURRENT_TRANSACTIONS and not self.started and api_key in (
+                ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN):
+            return min(backoff_s, OPENING_RETRY_BACKOFF_S)
+        return backoff_s
 
     def apply(self, api_key: int, code: int, message: str | None = None) -> TxnAction:
         """A transaction API answered ``code`` (non-zero): take the table's action on the state

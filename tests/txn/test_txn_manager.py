@@ -343,3 +343,29 @@ def test_every_transition_reports_whether_sends_are_refused() -> None:
     txn.fatal(RuntimeError("fenced"))
     assert seen == [(S.INITIALIZING, True), (S.READY, True), (S.IN_TRANSACTION, False),
                     (S.ABORTABLE_ERROR, True), (S.FATAL_ERROR, True)]
+
+
+def test_a_transactions_opening_call_refused_as_concurrent_retries_after_20_ms() -> None:
+    """The coordinator still writing the last transaction's markers refuses the next one's
+    first call with CONCURRENT_TRANSACTIONS: retried after 20 ms, not the retry back-off (Java:
+    AddPartitionsToTxnHandler.maybeOverrideRetryBackoffMs); later calls keep the back-off."""
+    manager = transactional(in_txn=False)
+    manager.begin()
+    for api_key in (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN):
+        assert manager.retry_delay(api_key, E.CONCURRENT_TRANSACTIONS, 0.1) == 0.02
+        # Never longer than the back-off asked for.
+        assert manager.retry_delay(api_key, E.CONCURRENT_TRANSACTIONS, 0.005) == 0.005
+        assert manager.retry_delay(api_key, E.COORDINATOR_LOAD_IN_PROGRESS, 0.1) == 0.1
+    assert manager.retry_delay(ApiKey.END_TXN, E.CONCURRENT_TRANSACTIONS, 0.1) == 0.1
+    # Once something of the transaction is at the coordinator, the back-off is the configured one.
+    manager.add_partition(TP)
+    manager.partitions_added({TP})
+    assert manager.retry_delay(ApiKey.ADD_PARTITIONS_TO_TXN, E.CONCURRENT_TRANSACTIONS,
+                               0.1) == 0.1
+    assert manager.retry_delay(ApiKey.ADD_OFFSETS_TO_TXN, E.CONCURRENT_TRANSACTIONS, 0.1) == 0.1
+    manager.ending(commit=True)
+    manager.ended()
+    manager.begin()
+    manager.offsets_added()
+    assert manager.retry_delay(ApiKey.ADD_PARTITIONS_TO_TXN, E.CONCURRENT_TRANSACTIONS,
+                               0.1) == 0.1
