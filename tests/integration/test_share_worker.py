@@ -1,6 +1,6 @@
 """ShareWorker on confluent-kafka's mock cluster: what ``process`` does to each record (return:
-accept, raise: release, RejectRecord: reject), its metrics, and ``groupkit run`` with more
-share workers than partitions."""
+accept, raise: release, RejectRecord: reject), its metrics, a record that fails every time
+stopping at the delivery limit, and ``groupkit run`` with more share workers than partitions."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.xdist_group("share-mock")
 @pytest.fixture(scope="module")
 def mock() -> Iterator[MockCluster]:
     with MockCluster(share_auto_offset_reset="earliest", share_heartbeat_interval_ms=300,
-                     share_session_timeout_ms=3000) as cluster:
+                     share_session_timeout_ms=3000, share_max_delivery_attempts=3) as cluster:
         cluster.warm_producer()  # before any member: see tests/support/mock_cluster.py
         yield cluster
 
@@ -98,6 +98,51 @@ def test_process_outcomes_accept_release_and_reject(mock: MockCluster) -> None:
         assert _metric(text, "groupkit_share_records_acknowledged_total", type=kind,
                        result="ok", **group) == n
     assert _metric(text, "groupkit_process_errors_total", group="share-worker-outcomes") == 10
+
+
+class Poison(ShareWorker):
+    """Fails every time on the record b"poison"; processes the others."""
+
+    fetch_max_wait_ms = 100
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.seen: list[tuple[bytes, int]] = []
+
+    def process(self, record: ShareConsumerRecord) -> None:
+        assert record.value is not None
+        self.seen.append((record.value, record.delivery_count))
+        if record.value == b"poison":
+            raise ValueError("this record can never be processed")
+
+
+def test_a_record_that_always_fails_stops_at_the_delivery_limit(mock: MockCluster) -> None:
+    """Released at every delivery, the poison record is archived at the broker's limit
+    (3 here; Kafka's group.share.delivery.count.limit, 5 by default) and the records behind
+    it go on."""
+    topic = "share-worker-poison"
+    mock.create_topic(topic)
+    worker = Poison(bootstrap_servers=mock.bootstrap_servers, group_id="share-worker-poison",
+                    topics=[topic])
+    ran: list[Any] = []
+    thread = threading.Thread(target=lambda: ran.append(worker.run()), daemon=True)
+    thread.start()
+    try:
+        mock.produce(topic, [b"poison"], partitions=1)
+        wait_for(lambda: [c for v, c in worker.seen if v == b"poison"] == [1, 2, 3], 30,
+                 "three deliveries of the poison record")
+        # Two more records behind it, one after the other: a poison record made available
+        # again would be acquired (from its lower offset) no later than the second of them.
+        for marker in (b"after-1", b"after-2"):
+            mock.produce(topic, [marker], partitions=1)
+            wait_for(lambda m=marker: (m, 1) in worker.seen, 20, f"{marker!r} processed")
+    finally:
+        worker.stop()
+        thread.join(15)
+    assert not thread.is_alive()
+    assert [c for v, c in worker.seen if v == b"poison"] == [1, 2, 3]
+    [summary] = ran
+    assert (summary.records_accepted, summary.records_released) == (2, 3)
 
 
 def test_a_pool_of_more_share_workers_than_partitions(

@@ -94,6 +94,9 @@ class MockCluster:
     share_heartbeat_interval_ms: int | None = None
     share_session_timeout_ms: int | None = None
     share_record_lock_duration_ms: int | None = None
+    #: Deliveries of a record before the mock archives it (Kafka's
+    #: group.share.delivery.count.limit).
+    share_max_delivery_attempts: int | None = None
     #: "earliest" or "latest" (the default): where a share group starts reading a partition
     #: it fetches for the first time (Kafka's group config share.auto.offset.reset).
     share_auto_offset_reset: str | None = None
@@ -122,7 +125,8 @@ class MockCluster:
         for name, value in (
                 ("heartbeat_interval", self.share_heartbeat_interval_ms),
                 ("session_timeout", self.share_session_timeout_ms),
-                ("record_lock_duration", self.share_record_lock_duration_ms)):
+                ("record_lock_duration", self.share_record_lock_duration_ms),
+                ("max_delivery_attempts", self.share_max_delivery_attempts)):
             if value is not None:
                 getattr(lib, f"rd_kafka_mock_sharegroup_set_{name}")(cluster, value)
         if self.share_auto_offset_reset is not None:
