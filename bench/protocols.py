@@ -68,6 +68,12 @@ def _groupkit(protocol: str, bootstrap: str, group: str, topic: str,
               owned: Callable[[str, list[int]], None]) -> tuple[Callable[[], int],
                                                                   Callable[[], None]]:
     from groupkit.consumer import Consumer, ConsumerRebalanceListener
+    from groupkit.hooks import GroupRequestDone
+
+    def failed_sync(event: object) -> None:
+        # Why a classic group on the mock may never settle (docs/test-brokers.md): say it.
+        if isinstance(event, GroupRequestDone) and event.api == "SyncGroup" and event.error:
+            _emit(sync_failed=event.error)
 
     class Listener(ConsumerRebalanceListener):
         def on_partitions_assigned(self, partitions):  # type: ignore[no-untyped-def]
@@ -86,7 +92,7 @@ def _groupkit(protocol: str, bootstrap: str, group: str, topic: str,
         settings.update(session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
                         assignors=["cooperative-sticky"])
         settings["api_version"] = CLASSIC_PIN
-    consumer = Consumer(**settings)
+    consumer = Consumer(hooks=[failed_sync], **settings)
     consumer.subscribe([topic], listener=Listener())
     return (lambda: len(consumer.poll(POLL_S))), consumer.close
 
@@ -165,6 +171,8 @@ class Member:
         self.owned: set[int] = set()
         self.changed = 0.0
         self.records: list[tuple[float, int]] = []
+        #: Failed SyncGroups by error name (groupkit members report them).
+        self.sync_failed: dict[str, int] = {}
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -180,6 +188,9 @@ class Member:
                     self.owned, self.changed = set(event["owned"]), event["t"]
                 elif "records" in event:
                     self.records.append((event["t"], event["records"]))
+                elif "sync_failed" in event:
+                    error = event["sync_failed"]
+                    self.sync_failed[error] = self.sync_failed.get(error, 0) + 1
 
     def send(self, command: str) -> None:
         assert self.proc.stdin is not None
@@ -213,7 +224,15 @@ def _wait_covered(members: list[Member]) -> float:
     deadline = time.monotonic() + WAIT_S
     while (at := _covered(members)) is None:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the {len(members)} members did not cover the topic in time")
+            failed: dict[str, int] = {}
+            for m in members:
+                with m.lock:
+                    for error, n in m.sync_failed.items():
+                        failed[error] = failed.get(error, 0) + n
+            why = "; failed SyncGroups: " + ", ".join(
+                f"{n} {error}" for error, n in sorted(failed.items())) if failed else ""
+            raise RuntimeError(f"the {len(members)} members did not cover the topic within"
+                               f" {WAIT_S:.0f} s{why}")
         time.sleep(0.01)
     return at
 
