@@ -34,7 +34,7 @@ from tests.support.worker_log import Line
 
 PARTITIONS = 6
 WORKERS = 3
-SESSION_MS = 3_000
+SESSION_MS = 6_000
 WAIT = 30.0
 
 
