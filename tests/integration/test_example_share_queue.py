@@ -14,12 +14,14 @@ that broker, and their records come back (tests/support/mock_cluster.py).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -72,7 +74,7 @@ def test_the_task_worker_accepts_rejects_and_retries(mock: MockCluster,
             return str(super().run_job(job))
 
     worker = Flaky(bootstrap_servers=mock.bootstrap_servers, topics=[topic],
-                   group_id="example-tasks")
+                   group_id="example-tasks", metrics_port=0)
     ran: list[Any] = []
     thread = threading.Thread(target=lambda: ran.append(worker.run()), daemon=True)
     caplog.set_level("INFO", logger="share_queue_tasks")
@@ -85,6 +87,17 @@ def test_the_task_worker_accepts_rejects_and_retries(mock: MockCluster,
     try:
         wait_for(lambda: worker.summary.records_processed >= 40 + 6 + 2, 30,
                  "every job, the failed ones twice, and the two malformed ones")
+        # The worker's own endpoint, as the README's metrics_port gives it.
+        assert worker.metrics_address is not None
+        base = f"http://127.0.0.1:{worker.metrics_address[1]}"
+        with urllib.request.urlopen(base + "/healthz", timeout=5) as answer:
+            assert answer.status == 200
+            assert json.load(answer)["groups"]["example-tasks"]["state"] == "STABLE"
+        with urllib.request.urlopen(base + "/metrics", timeout=5) as answer:
+            text = answer.read().decode()
+        labels = f'group="example-tasks",topic="{topic}"'
+        assert f"groupkit_share_records_acquired_total{{{labels}}} 48.0" in text
+        assert f"groupkit_share_records_redelivered_total{{{labels}}} 6.0" in text
     finally:
         worker.stop()
         thread.join(15)

@@ -25,6 +25,7 @@ import pytest
 
 from groupkit import AcknowledgeType, ShareConsumer, ShareLocksExpired, TopicPartition
 from groupkit.errors import InvalidRecordStateError
+from groupkit.metrics import PrometheusMetrics
 from tests.support.mock_cluster import MockCluster
 from tests.support.waits import wait_for
 
@@ -92,8 +93,9 @@ def test_locks_that_run_out_hand_the_records_on_and_late_acknowledgements_fail(
     topic, group = "share-locks", "share-locks-group"
     mock.create_topic(topic)
     events: list[Any] = []
+    metrics = PrometheusMetrics()
     slow = _member(mock, group, "slow", share_acknowledgement_mode="explicit",
-                   hooks=[events.append])
+                   hooks=[events.append, metrics])
     quick = _member(mock, group, "quick", share_acknowledgement_mode="explicit")
     results: list[tuple[dict[Any, set[int]], Exception | None]] = []
     slow.set_acknowledgement_commit_callback(lambda o, e: results.append((o, e)))
@@ -133,6 +135,14 @@ def test_locks_that_run_out_hand_the_records_on_and_late_acknowledgements_fail(
         assert isinstance(answer[TopicPartition(topic, 0)], InvalidRecordStateError)
         assert [(offsets, type(e)) for offsets, e in results] == [
             ({TopicPartition(topic, 0): mine}, InvalidRecordStateError)]
+        # What an operator sees: the expired locks, and the late acceptances refused.
+        labels = {"group": group, "topic": topic}
+        registry = metrics.registry
+        assert registry.get_sample_value("groupkit_share_lock_expirations_total",
+                                         labels) == len(mine)
+        assert registry.get_sample_value(
+            "groupkit_share_records_acknowledged_total",
+            {**labels, "type": "ACCEPT", "result": "INVALID_RECORD_STATE"}) == len(mine)
         for r in later:
             quick.acknowledge(r, AcknowledgeType.ACCEPT)
         assert quick.commit_sync(5) == {TopicPartition(topic, 0): None}
