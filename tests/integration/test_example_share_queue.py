@@ -1,7 +1,8 @@
 """examples/share_queue on confluent-kafka's mock cluster: the TaskWorker's outcomes (a job
 done is accepted, a malformed one rejected, one whose work raised released and done on its
-second delivery), ``enqueue``, and the README's ``groupkit run tasks:TaskWorker --processes N``
-with N above the partition count, run from the example's directory.
+second delivery), ``enqueue``, its /healthz and /metrics, and the README's ``groupkit run
+tasks:TaskWorker --processes N --metrics-port P`` with N above the partition count, run from
+the example's directory.
 
 The mock's assignor gives each partition to one member; the pool test shares the partitions
 among all workers by hand (``share_assign``), as Kafka's assignor does when members outnumber
@@ -29,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.metrics_scrape import healthz, scrape, value, values
 from tests.support.mock_cluster import MockCluster
 from tests.support.waits import wait_for
 
@@ -121,7 +123,8 @@ def test_groupkit_run_with_more_workers_than_partitions(mock: MockCluster,
     args = [str(Path(sys.executable).with_name("groupkit")), "run", "tasks:TaskWorker",
             "--processes", "3", "--bootstrap-servers", mock.bootstrap_servers,
             "--set", f"topics=[{topic!r}]", "--set", f"group_id={group!r}",
-            "--set", "fetch_max_wait_ms=100", "--set", "graceful_timeout_s=20"]
+            "--set", "fetch_max_wait_ms=100", "--set", "graceful_timeout_s=20",
+            "--metrics-port", "0", "--set", "metrics_host='127.0.0.1'"]
     with log_path.open("w") as log:
         pool = subprocess.Popen(args, cwd=EXAMPLE, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env={**os.environ})
@@ -143,6 +146,15 @@ def test_groupkit_run_with_more_workers_than_partitions(mock: MockCluster,
             # mock that ends every member's share sessions, releasing the jobs they hold.
             sent += mock.produce(topic, tasks.jobs(40, first_id=sent), partitions=2)
             wait_for(lambda want=sent: len(jobs_done()) >= want, 30, f"{sent} jobs done")
+        # The pool's one endpoint, as the README's --metrics-port gives it.
+        found = re.search(r"serving metrics on [\d.]+:(\d+)", log_path.read_text())
+        assert found, log_path.read_text()[-3000:]
+        port = int(found.group(1))
+        samples = scrape(port)
+        assert value(samples, "groupkit_pool_workers", state="running") == 3
+        assert sum(values(samples, "groupkit_share_records_acquired_total",
+                          group=group).values()) == sent
+        assert healthz(port)[0] == 200
         pool.send_signal(signal.SIGTERM)
         assert pool.wait(30) == 0
     finally:
