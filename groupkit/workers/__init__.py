@@ -13,6 +13,9 @@
   and replaced (it may be stuck in a call that holds the GIL);
 - ``max_records_per_worker`` replaces a worker after that many records;
 - with ``group_instance_id`` set, slot i is the static member ``"<group_instance_id>-<i>"``;
+  under the consumer group protocol a replacement refused its instance id (the killed worker's
+  session has not ended) is started again after the back-off, no crash within
+  ``crash_loop_window_s``;
 - SIGTERM / SIGINT stop the workers gracefully (``graceful_timeout_s``, then kill); a second
   SIGINT kills them at once; SIGTTIN / SIGTTOU add / remove one worker; SIGHUP restarts them
   one at a time;

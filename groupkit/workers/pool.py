@@ -204,7 +204,7 @@ class Pool:
         kind, payload = r.message or ("", None)
         if kind in ("done", "recycled"):
             self._records += int(payload or 0)
-        if kind in ("boot_error", "crashed"):
+        if kind in ("boot_error", "crashed", "unreleased"):
             self._last_error = payload
         if self._stop_deadline is not None:
             log.info("worker %d (pid %d) %s", r.slot, r.process.pid, how)
@@ -222,6 +222,8 @@ class Pool:
             reason = r.stopping
         elif kind == "recycled":
             reason = "recycled"
+        elif kind == "unreleased":
+            reason = "unreleased"
         elif code == 0:
             reason = "exited"
         else:
@@ -231,6 +233,12 @@ class Pool:
             self._metrics.restarted(reason)
         loop = self._book.crash_loop()
         if loop is None:
+            if reason == "unreleased":
+                log.warning("worker %d (pid %d) %s: its group instance id is still held by the"
+                            " slot's previous member until that one's session ends (consumer"
+                            " group protocol); starting it again in %.1f s", r.slot,
+                            r.process.pid, how, delay)
+                return
             log.warning("worker %d (pid %d) %s (%s); restarting it in %.1f s", r.slot,
                         r.process.pid, how, reason, delay)
             return

@@ -18,10 +18,13 @@ from groupkit.group.backoff import Backoff
 __all__ = ["CrashLoop", "RESTART_REASONS", "SlotBook", "SlotSummary"]
 
 #: Why a worker was started again (the ``reason`` label of groupkit_pool_worker_restarts_total).
-RESTART_REASONS = ("crashed", "unresponsive", "exited", "recycled", "rolling")
+#: "unreleased": a static member under the consumer group protocol (KIP-848) was refused its
+#: group instance id because the previous member holding it has not left (see ``restart``).
+RESTART_REASONS = ("crashed", "unresponsive", "exited", "recycled", "rolling", "unreleased")
 # Unexpected ends: they wait out a back-off and count towards a crash loop. A worker that
-# returned on its own ("exited") was not asked to, so it is treated like a crash.
-_BACKED_OFF = ("crashed", "unresponsive", "exited")
+# returned on its own ("exited") was not asked to, so it is treated like a crash; so is an
+# "unreleased" one once the slot has waited longer than the window (``SlotBook``).
+_BACKED_OFF = ("crashed", "unresponsive", "exited", "unreleased")
 
 
 @attrs.frozen
@@ -50,6 +53,9 @@ class _Slot:
     restarts: Counter[str] = attrs.field(factory=Counter)
     crash_times: deque[float] = attrs.field(factory=deque)
     not_before: float = 0.0
+    #: When the slot's current run of "unreleased" restarts began, and how many it holds.
+    unreleased_since: float | None = None
+    unreleased: int = 0
 
 
 @attrs.define
@@ -61,6 +67,13 @@ class SlotBook:
     back-off, ``groupkit.group.backoff``, so crashed slots do not restart in lockstep), before
     it starts again. Crash loop: ``crash_loop_count`` crashes (any slot) within ``window_s``
     seconds. ``jitter`` is the back-off's random source (tests pass a constant).
+
+    An "unreleased" restart (a static member refused because the member that held its instance
+    id before, typically the slot's killed worker, is still in the group until its session
+    ends) backs off the same way but is no crash while the slot's run of them is younger than
+    ``window_s``: a crashed member's session ends within the broker's
+    ``group.consumer.max.session.timeout.ms`` (60 s by default, the window's default). Past it,
+    each counts as a crash (another process may be using the instance id).
     """
 
     backoff_initial_s: float
@@ -86,9 +99,19 @@ class SlotBook:
 
     def restart(self, slot: int, reason: str, now: float) -> float:
         """Record that ``slot`` will be started again for ``reason``; return the delay before
-        it may start (0 unless the reason is a crash or a hang)."""
+        it may start (0 unless the reason is a crash, a hang or an unreleased instance id)."""
         entry = self._slots.setdefault(slot, _Slot())
         entry.restarts[reason] += 1
+        if reason == "unreleased":
+            if entry.unreleased_since is None:
+                entry.unreleased_since = now
+            if now - entry.unreleased_since <= self.window_s:
+                entry.unreleased += 1
+                delay = self._backoff.delay(entry.unreleased)
+                entry.not_before = now + delay
+                return delay
+        else:
+            entry.unreleased_since, entry.unreleased = None, 0
         if reason not in _BACKED_OFF:
             entry.not_before = now
             return 0.0

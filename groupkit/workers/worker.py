@@ -24,7 +24,10 @@ from typing import Any
 
 import attrs
 
-__all__ = ["EXIT_BOOT_ERROR", "EXIT_CRASHED", "WorkerSpec", "class_path", "worker_main"]
+from groupkit.errors import UnreleasedInstanceIdError
+
+__all__ = ["EXIT_BOOT_ERROR", "EXIT_CRASHED", "EXIT_UNRELEASED", "WorkerSpec", "class_path",
+           "worker_main"]
 
 log = logging.getLogger("groupkit.workers.worker")
 
@@ -32,6 +35,9 @@ log = logging.getLogger("groupkit.workers.worker")
 EXIT_BOOT_ERROR = 3
 #: Exit status of a worker whose run() raised.
 EXIT_CRASHED = 1
+#: Exit status of a static worker refused its group instance id under the consumer group
+#: protocol (UNRELEASED_INSTANCE_ID: the member that held it has not left the group yet).
+EXIT_UNRELEASED = 4
 
 
 @attrs.frozen
@@ -144,6 +150,15 @@ def worker_main(spec: WorkerSpec, beat: Any, conn: Connection) -> None:
     liveness.worker = worker
     try:
         summary = worker.run()
+    except UnreleasedInstanceIdError as exc:
+        # Fatal for the member, as in Java (ConsumerHeartbeatRequestManager); the slot's
+        # previous worker, killed, holds the instance id until its session ends, so the
+        # supervisor starts this slot again (SlotBook: "unreleased").
+        log.warning("%s: group instance id %s is still held by the previous member: %s",
+                    spec.class_path, settings.get("group_instance_id"), exc)
+        conn.send(("unreleased", traceback.format_exc()))
+        conn.close()
+        raise SystemExit(EXIT_UNRELEASED) from None
     except Exception as exc:
         log.error("%s stopped on an error: %s", spec.class_path, exc, exc_info=exc)
         conn.send(("crashed", traceback.format_exc()))

@@ -44,11 +44,12 @@ def mock() -> Iterator[MockCluster]:
         yield cluster
 
 
-def _produce(mock: MockCluster, topic: str, per_partition: int, ends: dict[int, int]) -> None:
+def _produce(mock: MockCluster, topic: str, per_partition: int, ends: dict[int, int],
+             partitions: int = PARTITIONS) -> None:
     """``per_partition`` more records on every partition (``produce`` goes round-robin);
     ``ends`` moves on to the new log ends."""
-    mock.produce(topic, (b"r" for _ in range(per_partition * PARTITIONS)), PARTITIONS)
-    for p in range(PARTITIONS):
+    mock.produce(topic, (b"r" for _ in range(per_partition * partitions)), partitions)
+    for p in range(partitions):
         ends[p] = ends.get(p, 0) + per_partition
 
 
@@ -153,3 +154,38 @@ def test_a_pool_of_consumer_protocol_workers_survives_a_sigkill(
     assert committed(bootstrap, group, topic, PARTITIONS) == ends
     members = {line["member_id"] for line in pool.lines() if line["kind"] == "member"}
     assert len(members) == WORKERS + 1, members
+
+
+def test_a_static_slot_refused_its_instance_id_waits_without_a_crash_loop(
+        mock: MockCluster, pools) -> None:  # noqa: F811
+    """Under the consumer protocol Kafka refuses a static member whose instance id the slot's
+    killed worker still holds (until its session ends), which is fatal for the member, as in
+    Java. The pool starts the slot again after a back-off and does not count it as a crash:
+    two refusals with crash_loop_count=2 would stop it otherwise. (The refusal is injected:
+    tests/support/pool_workers.py, UnreleasedTwice.)"""
+    bootstrap, topic, group = mock.bootstrap_servers, "pool-unreleased", "pool-unreleased"
+    mock.create_topic(topic, 2)
+    ends: dict[int, int] = {}
+    pool: PoolProcess = pools("UnreleasedTwice", 1, bootstrap, group, topic,
+                              "group_protocol='consumer'", f"group_instance_id='{group}'",
+                              "crash_loop_count=2")
+
+    def holds_both() -> None:
+        if pool.proc.poll() is not None:
+            pytest.fail(f"the pool stopped:\n{pool.log()}")
+        held = [h for h in pool.holders().values() if h]
+        assert held == [{0, 1}], held
+
+    eventually(holds_both, WAIT, "the third start to join and hold both partitions", step=0.2)
+    _produce(mock, topic, 10, ends, partitions=2)
+    eventually(lambda: _assert(set(pool.processed()) == {(p, o) for p in range(2)
+                                                          for o in range(10)}),
+               WAIT, "the records processed", step=0.2)
+    assert pool.stop() == 0, pool.log()
+    log = pool.log()
+    assert log.count("its group instance id is still held by the slot's previous member") == 2
+    assert "Crash loop" not in log
+
+
+def _assert(condition: bool) -> None:
+    assert condition

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from groupkit.consumer import ConsumerRecord
+from groupkit.errors import UnreleasedInstanceIdError
 from groupkit.hooks import Joined, Polled, RebalanceFinished
 from groupkit.share_consumer import ShareConsumerRecord
 from groupkit.share_worker import ShareWorker
@@ -143,6 +144,23 @@ class ConsumerProtocolWorker(LoggedWorker):
             self.note("member", member_id=event.member_id, epoch=event.generation_id)
         elif isinstance(event, RebalanceFinished):
             self.note("rebalanced", epoch=event.generation_id)
+
+
+class UnreleasedTwice(ConsumerProtocolWorker):
+    """The first two workers the pool starts are refused their group instance id, as Kafka
+    refuses a static member (UNRELEASED_INSTANCE_ID) while the member that held the id before is
+    still in the group (a marker file counts them); later ones run normally. Injected: no test
+    broker answers that (the mock cluster says UNKNOWN_MEMBER_ID, Tansu has no API 68)."""
+
+    def run(self) -> Any:
+        marker = Path(os.environ["POOL_TEST_DIR"]) / "unreleased"
+        refused = int(marker.read_text()) if marker.exists() else 0
+        if refused < 2:
+            marker.write_text(str(refused + 1))
+            raise UnreleasedInstanceIdError(
+                f"Static member with instance id {self.config.group_instance_id} cannot join the group"
+                " because the instance id is owned by another member.")
+        return super().run()
 
 
 # --- share groups (issue 30) -------------------------------------------------------------------

@@ -58,3 +58,25 @@ def test_restart_delays_are_jittered_by_at_most_a_fifth_and_never_past_the_maxim
     assert low.restart(0, "crashed", 0.0) == 0.4
     assert 0.5999 < high.restart(0, "crashed", 0.0) < 0.6
     assert [high.restart(0, "crashed", float(t)) for t in range(1, 6)][-1] == 4.0
+
+
+def test_an_unreleased_instance_id_backs_off_and_is_no_crash_within_the_window() -> None:
+    b = book()
+    # A static slot refused its instance id while its killed predecessor's session runs.
+    assert [b.restart(0, "unreleased", t) for t in (0.0, 1.0, 2.0, 5.0)] == [0.5, 1.0, 2.0, 4.0]
+    assert b.crash_loop() is None and not b.ready(0, 8.9) and b.ready(0, 9.0)
+    # Still refused after the window (another process holds the id): each counts as a crash.
+    for t in (61.0, 62.0, 63.0):
+        b.restart(0, "unreleased", t)
+    assert b.crash_loop() is None
+    b.restart(0, "unreleased", 64.0)
+    assert b.crash_loop() == CrashLoop(4, 60.0)
+
+
+def test_a_run_of_unreleased_restarts_ends_with_any_other_restart() -> None:
+    b = book()
+    b.restart(0, "unreleased", 0.0)
+    b.restart(0, "rolling", 50.0)  # the slot ran in between
+    assert b.restart(0, "unreleased", 100.0) == 0.5  # a new run: waiting, no crash
+    assert b.summary()[0].restarts == {"unreleased": 2, "rolling": 1}
+    assert b.crash_loop() is None
