@@ -198,8 +198,6 @@ _PRODUCER = ("A producer or transaction error: the idempotent or transactional p
              " it as the Java client does; if it reaches you, the message says what to do.")
 _ACL = "Grant the principal the ACL the message names, or use credentials that have it."
 _TOKEN = "A delegation-token error: check the token, its owner and the listener it is used on."
-_NEW_PROTOCOL = ("An error of the KIP-848 consumer protocol; groupkit uses the classic group"
-                 " protocol, so the broker is answering the wrong API.")
 _SHARE_SESSION = ("The broker lost or refused this member's share session; the ShareConsumer"
                   " opens a new one on its next fetch (the records it held were released).")
 _STREAMS = "An error of Kafka Streams groups (KIP-1071), which groupkit does not use."
@@ -545,14 +543,24 @@ OffsetMovedToTieredStorageError = _code(
     ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE, False, "The offset has moved to tiered storage.",
     "Fetch from a broker version that serves tiered storage to this client, or reset the offset.")
 FencedMemberEpochError = _code(
-    ErrorCode.FENCED_MEMBER_EPOCH, False, "The coordinator fenced the member epoch.", _NEW_PROTOCOL)
+    ErrorCode.FENCED_MEMBER_EPOCH, False, "The coordinator fenced the member epoch.",
+    "The member rejoins by itself with epoch 0 and reports its partitions lost; seen often,"
+    " its heartbeats or polls are too slow for the broker's session"
+    " (group.consumer.session.timeout.ms) or max_poll_interval_ms.")
 UnreleasedInstanceIdError = _code(
     ErrorCode.UNRELEASED_INSTANCE_ID, False, "Another member still holds the instance id.",
-    _NEW_PROTOCOL)
+    "A static member that crashed holds its group_instance_id until its session ends (the"
+    " broker's group.consumer.session.timeout.ms): start again after that, or give each running"
+    " member an instance id of its own.")
 UnsupportedAssignorError = _code(
-    ErrorCode.UNSUPPORTED_ASSIGNOR, False, "The group does not support the assignor.", _NEW_PROTOCOL)
+    ErrorCode.UNSUPPORTED_ASSIGNOR, False, "The group does not support the assignor.",
+    "Set group_remote_assignor to one of the broker's group.consumer.assignors (e.g. 'uniform'"
+    " or 'range'), or leave it None for the broker's default.")
 StaleMemberEpochError = _code(
-    ErrorCode.STALE_MEMBER_EPOCH, False, "The member epoch is stale.", _NEW_PROTOCOL)
+    ErrorCode.STALE_MEMBER_EPOCH, False, "The member epoch is stale.",
+    "The member's epoch moved on while the request was in flight; commits and offset reads"
+    " are retried with the newer epoch while the member holds one, so seen here it had left"
+    " or been fenced: try again once it is back in the group.")
 MismatchedEndpointTypeError = _code(
     ErrorCode.MISMATCHED_ENDPOINT_TYPE, False, "The request went to an endpoint of the wrong type.",
     "Point bootstrap_servers at broker listeners, not controller listeners.")
@@ -592,7 +600,8 @@ VoterNotFoundError = _code(
     ErrorCode.VOTER_NOT_FOUND, False, "The voter is not in the voter set.", _INTERNAL)
 InvalidRegularExpressionError = _code(
     ErrorCode.INVALID_REGULAR_EXPRESSION, False, "The subscription regular expression is invalid.",
-    _NEW_PROTOCOL)
+    "Fix the subscription pattern: under group_protocol='consumer' the broker compiles it (RE2/J"
+    " syntax) and matches whole topic names.")
 RebootstrapRequiredError = _code(
     ErrorCode.REBOOTSTRAP_REQUIRED, False, "The client's metadata is stale beyond repair.",
     "Reconnect through bootstrap_servers and fetch metadata afresh.")

@@ -110,6 +110,19 @@ def test_message_names_code_and_hint() -> None:
     assert err.error_message is None
 
 
+@pytest.mark.parametrize(("cls", "fix"), [
+    (errors.UnreleasedInstanceIdError, "group_instance_id"),
+    (errors.UnsupportedAssignorError, "group_remote_assignor"),
+    (errors.InvalidRegularExpressionError, "RE2/J"),
+    (errors.FencedMemberEpochError, "rejoins by itself"),
+    (errors.StaleMemberEpochError, "newer epoch"),
+])
+def test_consumer_protocol_errors_say_what_to_do(cls: type[BrokerError], fix: str) -> None:
+    # groupkit speaks the consumer group protocol (KIP-848): its errors are the member's, with
+    # a fix, not a sign of a broker answering the wrong API.
+    assert fix in cls.hint and "classic" not in cls.hint
+
+
 def test_broker_message_is_kept() -> None:
     err = RebalanceInProgressError("group g is rebalancing")
     assert err.error_message == "group g is rebalancing"
