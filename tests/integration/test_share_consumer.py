@@ -223,6 +223,36 @@ def test_released_records_return_with_a_higher_count_and_rejected_never(
     _nothing_left(mock, topic, group)  # nor to another member, after this one left
 
 
+def test_a_member_that_leaves_holding_records_loses_nothing(mock: MockCluster) -> None:
+    """A member in explicit mode closes with a record of its last poll not acknowledged (and
+    maybe others fetched but never handed over): the next member gets them, the delivered
+    one with a higher delivery count, and never the ones accepted. (groupkit releases them
+    on close; the mock also releases a leaving member's records by itself, so this shows the
+    outcome, not which side did it.)"""
+    topic, group = _topic(mock)
+    gk = _groupkit(mock, group, "gk-leaves", share_acknowledgement_mode="explicit")
+    _joined([gk], topic)
+    values = {b"l%d" % i for i in range(8)}
+    mock.produce(topic, sorted(values))
+    held: list[Any] = []
+    spin([lambda: held.extend(gk.poll())], lambda: bool(held), 20, "records at the member")
+    kept, accepted = held[0], held[1:]
+    for r in accepted:
+        gk.consumer.acknowledge(r)
+    assert not [e for e in gk.consumer.commit_sync(5).values() if e is not None]
+    gk.consumer.close()
+    after = _groupkit(mock, group, "gk-next")
+    try:
+        after.consumer.subscribe([topic])
+        left = values - {r.value for r in accepted}
+        spin([after.poll], lambda: {v for _, _, v, _ in after.got} >= left, 20,
+             "the records not accepted at the next member")
+        assert (kept.partition, kept.offset, kept.value, 2) in after.got
+        assert not {v for _, _, v, _ in after.got} & {r.value for r in accepted}
+    finally:
+        after.consumer.close(5)
+
+
 def test_records_a_groupkit_member_releases_go_to_a_confluent_member(
         mock: MockCluster) -> None:
     """The groupkit member releases every record it gets, then leaves; the confluent-kafka
