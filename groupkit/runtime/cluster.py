@@ -13,7 +13,7 @@ import logging
 import socket
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +110,9 @@ class Cluster:
     _refresh_failures: int = attrs.field(default=0, init=False, repr=False)
     _next_refresh_at: float = attrs.field(default=0.0, init=False, repr=False)
     _closed: bool = attrs.field(default=False, init=False, repr=False)
+    #: Called (no lock held) each time the metadata goes stale (``when_stale``).
+    _stale_listeners: list[Callable[[], object]] = attrs.field(factory=list, init=False,
+                                                              repr=False)
 
     def __attrs_post_init__(self) -> None:
         _check_resolvable(self.config.bootstrap_servers)
@@ -300,7 +303,8 @@ class Cluster:
             new = set(topics) - self._topics
             if new:
                 self._topics |= new
-                self._stale = True
+        if new:
+            self._went_stale()
 
     def refresh(self, topics: Iterable[str] | None = (), all_topics: bool = False,
                 deadline: float | None = None) -> ClusterMetadata:
@@ -367,16 +371,29 @@ class Cluster:
 
     def request_refresh(self) -> None:
         """Mark the metadata stale: the next ``maybe_refresh`` fetches it."""
-        self._stale = True
+        self._went_stale()
 
     @property
     def stale(self) -> bool:
         return self._stale
 
+    def when_stale(self, listener: Callable[[], object]) -> None:
+        """Call ``listener`` each time the metadata goes stale, on the thread that found it
+        so, after ``stale`` is true and with no lock of the cluster's held (the fetcher ends
+        the idle Fetches its connections repeat, so its thread refreshes the metadata)."""
+        self._stale_listeners.append(listener)
+
+    def _went_stale(self) -> None:
+        # Told every time, not only when it was fresh: a listener that looked at ``stale``
+        # between another thread's look and its write would otherwise hear nothing.
+        self._stale = True
+        for listener in self._stale_listeners:
+            listener()
+
     def observe(self, exc: BaseException | None) -> None:
         """Note a failure: stale-metadata errors and broken connections trigger a refresh."""
         if isinstance(exc, _STALE_METADATA):
-            self._stale = True
+            self._went_stale()
 
     def observe_code(self, code: int) -> None:
         """As ``observe`` for an error code found inside a response."""

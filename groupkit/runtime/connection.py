@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from groupkit.runtime.sasl import SaslCredentials
     from groupkit.runtime.tls_socket import SerialTlsSocket
 
-__all__ = ["BrokerConnection"]
+__all__ = ["BrokerConnection", "Standing"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,35 @@ _DROP_WINDOW_S = 1.0
 
 
 @attrs.define(eq=False)
+class Standing:
+    """A request the connection sends again by itself while its answer does not change: an
+    idle consumer's long poll (``send_connected(..., standing=)``).
+
+    Each time the answer to it is the last answer again, byte for byte, the reader thread
+    sends the kept frame once more with a new correlation id, without completing the
+    request's Future and without its callbacks: the Future completes with the first answer
+    that differs, with the first answer after ``end()``, or fails with the connection (a
+    request timeout, a close). Every repeat is a request in flight like any other, timed by
+    the watchdog. Whoever stands a request ends it (``end``, any thread) whenever what it
+    would send, or whether it would send at all, changes; the repeat in flight then is
+    answered and that answer delivered as usual. ``tick``, if given, is called on the reader
+    thread after each repeat went out, with when the one before it went out and when it
+    did (hooks count every round trip).
+    """
+
+    tick: Callable[[float, float], object] | None = None
+    live: bool = True
+    #: The kept frame re-sent (its correlation id written in place) and each repeat's timeout
+    #: in seconds: set by the connection as the request goes out.
+    frame: bytearray | None = None
+    timeout: float = 0.0
+
+    def end(self) -> None:
+        """Send no more repeats; the next answer completes the Future (any thread)."""
+        self.live = False
+
+
+@attrs.define(eq=False)
 class _Pending:
     """A request in flight (never changed once made). A slotted attrs class: on CPython 3.11
     it is made and read faster than a NamedTuple, whose field reads are not specialized."""
@@ -103,6 +132,8 @@ class _Pending:
     handshake: bool = False
     #: A request equal to the one sent before it, so its answer may repeat too.
     repeat: bool = False
+    #: Sent again by the reader thread while its answer repeats (see ``Standing``).
+    standing: Standing | None = None
 
 
 @attrs.define(eq=False)
@@ -452,7 +483,8 @@ class BrokerConnection:
             return failed
 
     def send_connected(self, request: Request, version: int, timeout_ms: int,
-                       callback: Callable[[Future[Any]], object]) -> bool:
+                       callback: Callable[[Future[Any]], object], *,
+                       standing: Standing | None = None) -> bool:
         """Send ``request`` only if the connection is up, ``callback`` added to its Future
         before it can complete; False, and nothing sent, when it is not (or closed meanwhile,
         or the send failed before writing).
@@ -461,19 +493,25 @@ class BrokerConnection:
         sends its Fetch again this way, in one call instead of ``connected``, ``send`` and
         ``add_done_callback``. Nothing connects here, so all of ``timeout_ms`` is the
         request's, as ``send`` gives it when already connected.
+
+        With ``standing``, a request equal to the last one sent on the connection is sent
+        again by the reader thread while its answer repeats (see ``Standing``); any other is
+        sent once, as without.
         """
         link = self._link
         if link is None or link.closed or not link.versions:
             return False
         try:
-            self._send_on(link, request, version, timeout_ms / 1000, callback=callback)
+            self._send_on(link, request, version, timeout_ms / 1000, callback=callback,
+                          standing=standing)
         except GroupkitError:
             return False  # raised before writing (closed since the look above)
         return True
 
     def _send_on(self, link: _Link, request: Request, version: int, timeout: float, *,
                  handshake: bool = False,
-                 callback: Callable[[Future[Any]], object] | None = None) -> Future[Any]:
+                 callback: Callable[[Future[Any]], object] | None = None,
+                 standing: Standing | None = None) -> Future[Any]:
         # A running Future (it cannot be cancelled: the request is out).
         future = Reply(callback)
         expects_response = request.API_KEY != _PRODUCE or getattr(request, "acks", 1) != 0
@@ -492,8 +530,12 @@ class BrokerConnection:
                 set_request_correlation_id(last[2], correlation_id)
                 if last[0] is not request:
                     self._last_sent = (request, version, last[2])  # compared by identity next
+                if standing is not None:
+                    standing.frame = last[2]
+                    standing.timeout = timeout
             else:
                 repeat = False
+                standing = None  # only a repeat's answer can be seen to repeat
                 frame = encode_request_frame(request, version, correlation_id, self.client_id)
                 self._last_sent = ((request, version, bytearray(frame))
                                    if len(frame) <= _REPEAT_FRAME_BYTES else None)
@@ -505,7 +547,7 @@ class BrokerConnection:
                 if expects_response:
                     link.pending.append(_Pending(correlation_id, request.API_KEY, version,
                                                  type(request).Response, future, now,
-                                                 now + timeout, handshake, repeat))
+                                                 now + timeout, handshake, repeat, standing))
                     # Wake the watchdog only if it would look too late: an idle member's
                     # heartbeats and fetches then cost it no wakeup each.
                     if now + timeout < link.watch_until:
@@ -571,7 +613,12 @@ class BrokerConnection:
                         if done is None:
                             continue
                         head, response = done
-                    assert head is not None
+                    else:
+                        assert head is not None
+                        standing = head.standing
+                        if standing is not None and standing.live \
+                                and self._stand_again(link, head, standing):
+                            continue
                     # Outside the lock: the future's callbacks may send (an idle fetch sends
                     # again).
                     head.future.set_result(response)
@@ -584,6 +631,38 @@ class BrokerConnection:
         except ValueError as exc:
             self._fail_link(link, KafkaConnectionError(
                 f"the connection to {self.address} broke: {exc}; the next send reconnects"))
+
+    def _stand_again(self, link: _Link, head: _Pending, standing: Standing) -> bool:
+        """Send a standing request again (its answer, ``head``'s, repeated): its kept frame
+        with a new correlation id, in flight under a new ``_Pending`` holding the same Future.
+        False, and nothing sent, when the link closed meanwhile: the answer is delivered."""
+        frame = standing.frame
+        assert frame is not None
+        with self._write_lock:
+            correlation_id = self._next_correlation_id
+            self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
+            set_request_correlation_id(frame, correlation_id)
+            now = time.monotonic()
+            deadline = now + standing.timeout
+            with link.lock:
+                if link.closed:
+                    return False
+                link.pending.append(_Pending(correlation_id, head.api_key, head.version,
+                                             head.response_cls, head.future, now, deadline,
+                                             False, True, standing))
+                if deadline < link.watch_until:
+                    link.cond.notify_all()
+            try:
+                link.sock.sendall(frame)
+            except (OSError, ValueError) as exc:
+                # Fails the repeat just put in flight, and with it the Future.
+                self._fail_link(link, KafkaConnectionError(
+                    f"writing to {self.address} failed: {exc}; the next send reconnects"))
+                return True
+        tick = standing.tick
+        if tick is not None:
+            tick(head.sent_at, now)
+        return True
 
     def _dropped(self, link: _Link, reason: str) -> None:
         """The broker closed ``link`` (or reset it). When it did so right after a request (within

@@ -1,7 +1,9 @@
 """The fetcher's answers: each Fetch answer is sized, buffered raw, and told to the hooks.
 
 An answer arrives on the connection's reader thread (``_answered``). One that changes nothing
-for an idle consumer is sent again from there at once; any other goes to the fetcher thread,
+for an idle consumer is sent again from there at once, and from then on the connection sends
+it again by itself while its answer stays the same (``connection.Standing``), until any change
+to the fetcher's state ends that (``_end_repeats``); any other goes to the fetcher thread,
 which reads each partition's part outside the lock (``_read``) and stores it under the lock
 (``_fill``): records into the partition's buffer, an error owed to the application, or an
 offset out of range to reset.
@@ -18,6 +20,7 @@ from assignors import TopicPartition
 from groupkit.errors import ErrorCode, GroupkitError, NoOffsetForPartitionError, error_for_code
 from groupkit.hooks import FetchCompleted, emit
 from groupkit.protocol.messages.fetch import FetchResponse
+from groupkit.runtime.connection import Standing
 from groupkit.runtime.fetch_state import TOPIC_IDS, FetcherState, SentFetch, log
 from groupkit.runtime.fetched import Chunk, FetchedPartition, read_chunk
 from groupkit.runtime.partition_state import FAILED_STATES, PartitionEvent, PartitionState
@@ -36,6 +39,12 @@ class AnswerHandling(FetcherState):
             if not self._idle_again(sent, future):
                 self._queue_answer(sent, future)
                 return
+            # The connection sends it again by itself while the answer stays the same, until
+            # anything that changes what this fetcher would send ends it (``_end_repeats``):
+            # registered under the lock ``_idle_again`` looked under, so no such change is
+            # missed.
+            standing = self._standing[sent.node] = Standing(
+                partial(self._round_trip, sent) if self.hooks else None)
         # On the connection's reader thread, outside the lock, as the fetcher thread would,
         # on the connection the fetcher thread would take (``SentFetch.conn``); a connection that
         # is not up is left to the fetcher thread (a reader thread never connects). ``sent``
@@ -44,20 +53,25 @@ class AnswerHandling(FetcherState):
         conn = sent.conn
         started, sent.started = sent.started, time.monotonic()
         if not conn.send_connected(sent.request, sent.version, self._fetch_timeout_ms,
-                                   partial(self._answered, sent)):
+                                   partial(self._answered, sent), standing=standing):
             sent.started = started
             with self._lock:
                 self._queue_answer(sent, future)
             return
-        hooks = self.hooks
-        if hooks:
-            # Every round trip is told, idle ones too (as the fetcher thread would): on this
-            # thread, after the next Fetch left, so a hook never delays it.
-            emit(hooks, FetchCompleted(sent.node, len(sent.offsets), 0, 0,
-                                       sent.started - started))
+        if self.hooks:
+            self._round_trip(sent, started, sent.started)
+
+    def _round_trip(self, sent: SentFetch, started: float, again: float) -> None:
+        """An idle Fetch sent again at ``again`` (``started`` the one before): every round
+        trip is told, idle ones too (as the fetcher thread would), on the reader thread, after
+        the next Fetch left, so a hook never delays it."""
+        sent.started = again
+        emit(self.hooks, FetchCompleted(sent.node, len(sent.offsets), 0, 0, again - started))
 
     def _queue_answer(self, sent: SentFetch, future: Future[Any]) -> None:
-        """Hand an answer to the fetcher thread (the caller holds ``_cond``)."""
+        """Hand an answer to the fetcher thread (the caller holds ``_cond``); a repeat that
+        stood on the connection for it is over."""
+        self._standing.pop(sent.node, None)
         self._answers.append((sent, future))
         self._cond.notify_all()
 

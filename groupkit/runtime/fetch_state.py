@@ -25,7 +25,7 @@ from groupkit.errors import GroupkitError
 from groupkit.hooks import Hook
 from groupkit.protocol.messages.fetch import FetchRequest
 from groupkit.runtime.cluster import Cluster
-from groupkit.runtime.connection import BrokerConnection
+from groupkit.runtime.connection import BrokerConnection, Standing
 from groupkit.runtime.fetched import FetchedPartition
 from groupkit.runtime.offsets import OffsetStore
 from groupkit.runtime.partition_state import PartitionEvent
@@ -95,6 +95,9 @@ class FetcherState:
     #: the same answer to an equal request again may be answered by sending it again (see
     #: ``_idle_again``) without waking the fetcher thread.
     _quiet: dict[int, tuple[FetchRequest | None, Any]] = attrs.field(init=False, factory=dict)
+    #: Per node, the idle Fetch its connection sends again by itself (``_answered``), ended
+    #: by ``_end_repeats`` at every change.
+    _standing: dict[int, Standing] = attrs.field(init=False, factory=dict)
     #: False once a ``take`` found no partition holding an answer or an error; set again
     #: (under the lock) as one is stored (``_store``, ``_owe``). An idle consumer's ``take``
     #: reads it without the lock and returns at once: whatever sets it then rings the poll's
@@ -109,12 +112,28 @@ class FetcherState:
 
     def __attrs_post_init__(self) -> None:
         self._fetch_timeout_ms = self.config.request_timeout_ms + self.config.fetch_max_wait_ms
+        # Stale metadata ends them too: the fetcher thread refreshes it before it fetches
+        # again, as it does after any answer.
+        self.cluster.when_stale(self._end_repeats)
+
+    def _end_repeats(self) -> None:
+        """End the idle Fetches the connections send again by themselves: the partitions,
+        their offsets, the metadata or the fetcher's health changed, so the fetcher thread
+        decides what to send next. Every change to what ``_idle_again`` looks at calls it,
+        after making the change; any thread, under the lock (an RLock: the caller may hold
+        it), so it cannot pass between ``_idle_again``'s look and a new repeat."""
+        with self._lock:
+            if self._standing:
+                for standing in self._standing.values():
+                    standing.end()
+                self._standing.clear()
 
     def _owe(self, part: FetchedPartition, error: GroupkitError, event: PartitionEvent) -> None:
         """Store the error ``take`` raises for ``part`` and move it to a failed state."""
         part.error = error
         self._takeable = True
         part.go(event)
+        self._end_repeats()
 
     def _troubled(self, why: str) -> None:
         """One WARNING when fetching stops working, not one per retry (the broker outage itself
@@ -122,6 +141,7 @@ class FetcherState:
         by itself (see ``_recovered``)."""
         if self._trouble is None:
             self._trouble = why
+            self._end_repeats()
             log.warning("fetching is held up: %s; retrying with back-off until it works",
                         why)
         else:

@@ -54,6 +54,7 @@ class Fetcher(FetchLoop):
         """Stop fetching; the thread ends within ``timeout`` (it is a daemon either way)."""
         with self._cond:
             self._closed = True
+            self._end_repeats()
             self._cond.notify_all()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
@@ -68,6 +69,7 @@ class Fetcher(FetchLoop):
             for tp in wanted:
                 if tp not in self._parts:
                     self._parts[tp] = FetchedPartition(tp)
+            self._end_repeats()
             self._cond.notify_all()
         self.cluster.add_topics({tp.topic for tp in wanted})
 
@@ -123,6 +125,7 @@ class Fetcher(FetchLoop):
         with self._cond:
             for tp in partitions:
                 self._part(tp).paused = False
+            self._end_repeats()
             self._cond.notify_all()
 
     def paused(self) -> set[TopicPartition]:
@@ -289,3 +292,4 @@ class Fetcher(FetchLoop):
         part.chunks.clear()
         part.fetch_offset = part.position
         part.log_end = -1
+        self._end_repeats()

@@ -71,7 +71,10 @@ class ScriptedConnection:
         return future
 
     def send_connected(self, request: FetchRequest, version: int, timeout_ms: int,
-                       callback: Callable[[Future[Any]], object]) -> bool:
+                       callback: Callable[[Future[Any]], object], *, standing: Any = None
+                       ) -> bool:
+        # No standing repeat: each answer is the test's to give (a real connection's repeat
+        # is tested in test_fetcher_standing.py).
         self.send(request, version, timeout_ms).add_done_callback(callback)
         return True
 
@@ -98,6 +101,9 @@ class FakeCluster:
         pass
 
     def request_refresh(self) -> None:
+        pass
+
+    def when_stale(self, listener: Callable[[], object]) -> None:
         pass
 
     def maybe_refresh(self) -> ClusterMetadata:

@@ -32,7 +32,8 @@ class ThreadNoting(ScriptedConnection):
         return super().send(request, version, timeout_ms)
 
     def send_connected(self, request: FetchRequest, version: int, timeout_ms: int,
-                       callback: Callable[[Future[Any]], object]) -> bool:
+                       callback: Callable[[Future[Any]], object], *, standing: Any = None
+                       ) -> bool:
         return self.up and super().send_connected(request, version, timeout_ms, callback)
 
 
