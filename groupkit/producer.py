@@ -411,8 +411,22 @@ class Producer:
             if txn.state is not TxnState.IN_TRANSACTION:
                 raise IllegalStateError("send_offsets_to_transaction() outside a transaction;"
                                         " call begin_transaction() first")
+            if offsets:
+                # The transaction's records go out while the offsets do, not after them at
+                # commit's flush: their Produce overlaps AddOffsetsToTxn and TxnOffsetCommit
+                # (Java leaves them to linger.ms, so in a quick loop they wait for the flush).
+                for tp, batch in self._acc.open_batches():
+                    self._seal(tp, batch)
         if offsets:
-            client.send_offsets(offsets, group_metadata, self._deadline(timeout))
+            deadline = self._deadline(timeout)
+            # Their partitions are added first, from this thread: the sender, woken by the
+            # first send, mostly gets no turn (the GIL) until this thread waits for the offsets,
+            # and its AddPartitionsToTxn would then queue behind AddOffsetsToTxn at the
+            # coordinator; Java's sender adds them as the records come, ahead of the offsets.
+            self._add_partitions(deadline)
+            with self._lock:
+                self._wake.notify()
+            client.send_offsets(offsets, group_metadata, deadline)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Deliver the transaction's records, then commit it (records and offsets become
@@ -486,7 +500,7 @@ class Producer:
             need_id = txn.needs_producer_id() and bool(self._incomplete)
             if need_id and txn.state is TxnState.UNINITIALIZED:
                 txn.transition(TxnState.INITIALIZING)
-            need_add = bool(txn.pending) and txn.state in (
+            need_add = bool(txn.pending) and not txn.adding and txn.state in (
                 TxnState.IN_TRANSACTION, TxnState.COMMITTING_TRANSACTION)
         if not (need_id or need_add):
             return
@@ -495,7 +509,7 @@ class Producer:
             if need_id:
                 client.init_producer_id(deadline)
             if need_add:
-                client.add_partitions(deadline)
+                self._add_partitions(deadline)
             self._txn_retry_at = 0.0
         except UnsupportedVersionError as exc:
             # A broker (or api_version pin) without the API or version: retrying cannot help,
@@ -511,6 +525,17 @@ class Producer:
             self._txn_retry_at = time.monotonic() + self.config.retry_backoff_ms / 1000
         with self._lock:
             self._wake.notify()
+
+    def _add_partitions(self, deadline: float) -> None:
+        """AddPartitionsToTxn for the partitions waiting to be added, unless one is in flight
+        (on either thread)."""
+        assert self._txn is not None and self._txn_client is not None
+        try:
+            self._txn_client.add_partitions(deadline)
+        except UnsupportedVersionError as exc:
+            with self._lock:
+                self._txn.fatal(exc)  # as in _txn_step
+            raise
 
     def __enter__(self) -> Producer:
         return self

@@ -171,7 +171,7 @@ class TransactionClient:
 
     def add_partitions(self, deadline: float) -> None:
         """AddPartitionsToTxn for the partitions the open transaction sent to first (v0-v3,
-        the client's form; v4+ is for brokers)."""
+        the client's form; v4+ is for brokers); nothing when none wait or one is in flight."""
         # The transaction APIs' schemas load when a transaction first needs one: an idempotent
         # producer (the default) never sends them.
         from groupkit.protocol.messages.txn import (
@@ -182,7 +182,7 @@ class TransactionClient:
 
         assert self._txn_id is not None
         with self._lock:
-            pending = set(self.manager.pending)
+            pending = self.manager.take_pending()
             producer = self.manager.producer
         if not pending:
             return
@@ -208,8 +208,13 @@ class TransactionClient:
             found.sort(key=lambda item: item[0] == ErrorCode.OPERATION_NOT_ATTEMPTED)
             return found
 
-        self._call("AddPartitionsToTxn", txn_id, KEY_TYPE_TRANSACTION, build, codes, deadline,
-                   ApiKey.ADD_PARTITIONS_TO_TXN, CLIENT_MAX_ADD_PARTITIONS_VERSION)
+        try:
+            self._call("AddPartitionsToTxn", txn_id, KEY_TYPE_TRANSACTION, build, codes,
+                       deadline, ApiKey.ADD_PARTITIONS_TO_TXN, CLIENT_MAX_ADD_PARTITIONS_VERSION)
+        except BaseException:
+            with self._lock:
+                self.manager.partitions_not_added(pending)
+            raise
         with self._lock:
             self.manager.partitions_added(pending)
 

@@ -74,9 +74,11 @@ class TransactionManager:
     state: TxnState = S.UNINITIALIZED
     producer: ProducerIdAndEpoch = NO_PRODUCER_ID
     partitions: dict[TopicPartition, PartitionSequences] = attrs.field(factory=dict)
-    #: Partitions the coordinator added to the open transaction, and those still to add.
+    #: Partitions the coordinator added to the open transaction, those still to add, and those
+    #: of the AddPartitionsToTxn in flight (one at a time, as Java's sender sends them).
     in_transaction: set[TopicPartition] = attrs.field(factory=set)
     pending: set[TopicPartition] = attrs.field(factory=set)
+    adding: frozenset[TopicPartition] = frozenset()
     last_error: BaseException | None = None
     #: The open transaction has partitions or offsets at the coordinator: ending it needs EndTxn.
     started: bool = False
@@ -264,15 +266,37 @@ class TransactionManager:
 
     def add_partition(self, tp: TopicPartition) -> bool:
         """A transactional send to ``tp``: True when AddPartitionsToTxn must name it first."""
-        if tp in self.in_transaction or tp in self.pending:
+        if tp in self.in_transaction or tp in self.pending or tp in self.adding:
             return False
         self.pending.add(tp)
         return True
 
-    def partitions_added(self, tps: set[TopicPartition]) -> None:
-        self.pending -= tps
+    def take_pending(self) -> frozenset[TopicPartition]:
+        """The partitions the next AddPartitionsToTxn names, now in flight; none while one is
+        in flight already (whichever thread sends it: the sender, or the application's
+        ``send_offsets_to_transaction``)."""
+        if self.adding or not self.pending:
+            return frozenset()
+        self.adding = frozenset(self.pending)
+        self.pending.clear()
+        return self.adding
+
+    def partitions_added(self, tps: frozenset[TopicPartition]) -> None:
+        """The AddPartitionsToTxn of ``tps`` (from ``take_pending``) succeeded: their batches may
+        be drained. The late answer of an ended transaction's request changes nothing."""
+        if not tps or tps is not self.adding:
+            return
+        self.adding = frozenset()
         self.in_transaction |= tps
         self.started = True
+
+    def partitions_not_added(self, tps: frozenset[TopicPartition]) -> None:
+        """The AddPartitionsToTxn of ``tps`` failed or ran out of time: the next one names
+        them again (in an error state none is sent)."""
+        if not tps or tps is not self.adding:
+            return
+        self.adding = frozenset()
+        self.pending |= tps
 
     def offsets_added(self) -> None:
         """AddOffsetsToTxn answered: the transaction is open at the coordinator."""
@@ -409,6 +433,7 @@ class TransactionManager:
         """EndTxn answered (or nothing needed sending): READY, unless the abort must bump."""
         self.in_transaction.clear()
         self.pending.clear()
+        self.adding = frozenset()
         self.started = False
         if self.state is S.ABORTING_TRANSACTION and self.epoch_bump_required:
             self.transition(S.INITIALIZING)

@@ -347,10 +347,14 @@ def test_send_is_refused_at_once_in_an_error_state(kafka_broker, unique_name, mo
     topic = unique_name("refuse")
     create_topic(bootstrap, topic, 2)
     real_send = Cluster.send
+    opened: list[Future] = []
 
     def send(self, node, request, *args, **kwargs):
         if type(request).__name__ == "TxnOffsetCommitRequest":
             real_send(self, node, request, *args, **kwargs).result(WAIT)
+            # send_offsets_to_transaction sent the records before it (sealing their batches):
+            # this one opens partition 0's batch again just before the error comes.
+            opened.append(producer.send(topic, b"y", partition=0))
             answer: Future = Future()
             answer.set_result(TxnOffsetCommitResponse(topics=[TxnOffsetCommitResponseTopic(
                 name=topic, partitions=[TxnOffsetCommitResponsePartition(
@@ -358,13 +362,13 @@ def test_send_is_refused_at_once_in_an_error_state(kafka_broker, unique_name, mo
             return answer
         return real_send(self, node, request, *args, **kwargs)
 
-    # A long linger keeps partition 0's batch open, so the next record to it would be appended
-    # by the fast path.
+    # A long linger keeps partition 0's batch open (the one opened in the scripted answer), so
+    # the next record to it would be appended by the fast path.
     with Producer(bootstrap_servers=bootstrap, transactional_id=unique_name("tx"),
                   linger_ms=60_000) as producer:
         producer.init_transactions(WAIT)
         producer.begin_transaction()
-        first = producer.send(topic, b"x", partition=0)
+        producer.send(topic, b"x", partition=0)  # goes out with the offsets
         monkeypatch.setattr(Cluster, "send", send)
         with pytest.raises((CommitFailedError, ProducerFencedError)):
             producer.send_offsets_to_transaction(
@@ -375,12 +379,13 @@ def test_send_is_refused_at_once_in_an_error_state(kafka_broker, unique_name, mo
             for _ in range(2):
                 with pytest.raises(raised):
                     producer.send(topic, b"late", partition=partition)
-        assert not first.done()
+        [second] = opened
+        assert not second.done()
         if raised is AbortableTransactionError:
             producer.abort_transaction(WAIT)
             with pytest.raises(TransactionAbortedError):
-                first.result(0)
-            assert len(first._record_batch.records) == 1  # "late" was never appended
+                second.result(0)
+            assert len(second._record_batch.records) == 1  # "late" was never appended
             producer.begin_transaction()
             producer.send(topic, b"end", partition=0)
             producer.commit_transaction(WAIT)

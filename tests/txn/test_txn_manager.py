@@ -57,7 +57,7 @@ def transactional(in_txn: bool = True) -> TransactionManager:
     if in_txn:
         manager.begin()
         manager.add_partition(TP)
-        manager.partitions_added({TP})
+        manager.partitions_added(manager.take_pending())
     return manager
 
 
@@ -131,8 +131,40 @@ def test_a_partition_is_drained_only_once_added_to_the_transaction() -> None:
     assert manager.add_partition(("t", 1)) is True
     assert manager.add_partition(("t", 1)) is False
     assert not manager.may_drain(("t", 1), -1)
-    manager.partitions_added({("t", 1)})
+    manager.partitions_added(manager.take_pending())
     assert manager.may_drain(("t", 1), -1)
+
+
+def test_one_add_partitions_in_flight_at_a_time() -> None:
+    """Either thread may send AddPartitionsToTxn (the sender, or the application's
+    send_offsets_to_transaction): one at a time, a failed one's partitions named again, and
+    the late answer of an ended transaction's request changes nothing."""
+    manager = transactional(in_txn=False)
+    manager.begin()
+    manager.add_partition(("t", 1))
+    first = manager.take_pending()
+    assert first == {("t", 1)}
+    manager.add_partition(("t", 2))
+    assert manager.add_partition(("t", 1)) is False  # in flight: not named twice
+    assert manager.take_pending() == frozenset()  # one in flight already
+    manager.partitions_not_added(first)
+    retry = manager.take_pending()
+    assert retry == {("t", 1), ("t", 2)}
+    manager.partitions_added(retry)
+    assert manager.may_drain(("t", 1), -1) and manager.may_drain(("t", 2), -1)
+    assert manager.take_pending() == frozenset()
+    # An abort ends the transaction while an add is in flight; its answer comes after.
+    manager.add_partition(("t", 3))
+    late = manager.take_pending()
+    manager.ending(commit=False)
+    manager.ended()
+    manager.begin()
+    manager.add_partition(("t", 3))
+    now = manager.take_pending()
+    manager.partitions_added(late)
+    assert not manager.may_drain(("t", 3), -1) and not manager.started
+    manager.partitions_added(now)
+    assert manager.may_drain(("t", 3), -1)
 
 
 def test_commit_then_ready_again() -> None:
@@ -359,7 +391,7 @@ def test_a_transactions_opening_call_refused_as_concurrent_retries_after_20_ms()
     assert manager.retry_delay(ApiKey.END_TXN, E.CONCURRENT_TRANSACTIONS, 0.1) == 0.1
     # Once something of the transaction is at the coordinator, the back-off is the configured one.
     manager.add_partition(TP)
-    manager.partitions_added({TP})
+    manager.partitions_added(manager.take_pending())
     assert manager.retry_delay(ApiKey.ADD_PARTITIONS_TO_TXN, E.CONCURRENT_TRANSACTIONS,
                                0.1) == 0.1
     assert manager.retry_delay(ApiKey.ADD_OFFSETS_TO_TXN, E.CONCURRENT_TRANSACTIONS, 0.1) == 0.1
