@@ -189,3 +189,33 @@ def test_a_static_slot_refused_its_instance_id_waits_without_a_crash_loop(
 
 def _assert(condition: bool) -> None:
     assert condition
+
+
+def test_a_rolling_restart_of_static_slots_keeps_each_slots_partitions(
+        mock: MockCluster, pools) -> None:  # noqa: F811
+    """SIGHUP replaces the workers one at a time; a static member closes with epoch -2 (its
+    place kept), so each slot's replacement gets back what the slot held."""
+    bootstrap, topic, group = mock.bootstrap_servers, "pool-roll", "pool-roll"
+    mock.create_topic(topic, 4)
+    pool: PoolProcess = pools("ConsumerProtocolWorker", 2, bootstrap, group, topic,
+                              "group_protocol='consumer'", f"group_instance_id='{group}'")
+
+    def by_slot() -> dict[int, tuple[int, set[int]]]:
+        """Each slot's latest worker (pid) and what it holds, once both hold their share."""
+        newest = {int(slot): int(pid) for slot, pid in
+                  re.findall(r"worker (\d+) started \(pid (\d+)\)", pool.log())}
+        holders = pool.holders()
+        now = {slot: (pid, holders.get(pid, set())) for slot, pid in newest.items()}
+        assert len(now) == 2 and all(held for _, held in now.values()), now
+        assert sorted(p for _, held in now.values() for p in held) == [0, 1, 2, 3], now
+        return now
+
+    before = eventually(by_slot, WAIT, "two static members to share four partitions", step=0.2)
+    pool.proc.send_signal(signal.SIGHUP)
+    eventually(lambda: _assert("rolling restart: worker 1 replaced" in pool.log()), WAIT,
+               "both workers to be replaced one at a time", step=0.2)
+    after = eventually(by_slot, WAIT, "the replacements to hold partitions", step=0.2)
+    assert all(after[slot][0] != before[slot][0] for slot in (0, 1)), (before, after)
+    assert {slot: held for slot, (_, held) in after.items()} == {
+        slot: held for slot, (_, held) in before.items()}
+    assert pool.stop() == 0, pool.log()
