@@ -443,13 +443,16 @@ class BrokerConnection:
     # --- sending -------------------------------------------------------------------------------
 
     def send(self, request: Request, version: int | None = None, *,
-             timeout_ms: int | None = None, deadline: float | None = None) -> Future[Any]:
+             timeout_ms: int | None = None, deadline: float | None = None,
+             callback: Callable[[Future[Any]], object] | None = None) -> Future[Any]:
         """Send ``request`` and return a Future of its response; never waits for other replies.
 
         Connects first if needed. The Future fails with KafkaConnectionError (socket trouble),
         RequestTimeoutError (no answer within ``timeout_ms``, default ``request_timeout_ms``),
         CorruptFrame, UnsupportedVersionError or AuthenticationError. A Produce with
         ``acks=0`` gets no response: its Future holds None once the frame is written.
+        ``callback``, if given, is added to the Future before it can complete, as
+        ``add_done_callback`` would (in one call: the group runner sends every heartbeat so).
         """
         try:
             started = time.monotonic()
@@ -476,10 +479,12 @@ class BrokerConnection:
                 timeout = self.request_timeout_ms / 1000
             else:
                 timeout = max(0.001, timeout_ms / 1000 - (time.monotonic() - started))
-            return self._send_on(link, request, version, timeout)
+            return self._send_on(link, request, version, timeout, callback=callback)
         except GroupkitError as exc:
             failed: Future[Any] = Future()
             failed.set_exception(exc)
+            if callback is not None:
+                failed.add_done_callback(callback)
             return failed
 
     def send_connected(self, request: Request, version: int, timeout_ms: int,

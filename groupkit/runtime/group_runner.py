@@ -423,8 +423,8 @@ class GroupRunner:
         due = self.machine.heartbeat_due if out.answer_may_wait else None
         if due is not None:
             self._answer_due = due  # before the answer can come (see ``_step``)
-        future = conn.send(request, timeout_ms=out.timeout_ms)
-        future.add_done_callback(partial(self._answered, out.token, due, out.quiet_if))
+        conn.send(request, timeout_ms=out.timeout_ms,
+                  callback=partial(self._answered, out.token, due, out.quiet_if))
 
     def _route(self, destination: Destination, purpose: str) -> BrokerConnection:
         if destination is Destination.ANY_BROKER:

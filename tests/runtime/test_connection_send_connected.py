@@ -9,7 +9,11 @@ from concurrent.futures import Future
 from typing import Any
 
 from groupkit.errors import ApiKey, UnsupportedVersionError
-from groupkit.protocol.messages.group import HeartbeatRequest, HeartbeatResponse
+from groupkit.protocol.messages.group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    LeaveGroupRequest,
+)
 from groupkit.protocol.versions import CLIENT_VERSIONS
 from groupkit.runtime.connection import BrokerConnection
 from tests.support.fake_broker import FakeBroker, reply
@@ -73,3 +77,30 @@ def test_a_send_of_an_api_the_broker_lacks_fails_naming_it() -> None:
     assert isinstance(error, UnsupportedVersionError)
     assert "Heartbeat (API key 12)" in str(error)
     assert [h.api_key for h in broker.received] == [ApiKey.API_VERSIONS]
+
+
+def test_send_with_a_callback_calls_it_once_with_the_answer_or_the_failure() -> None:
+    # send(callback=) is add_done_callback in the same call: once with the answer (on the
+    # reader thread), and once with the failure when nothing could be sent.
+    versions = {k: v for k, v in CLIENT_VERSIONS.items() if k != ApiKey.LEAVE_GROUP}
+    broker = FakeBroker(lambda sock, header, _: reply(sock, header, HeartbeatResponse()),
+                        versions=versions)
+    seen: list[tuple[str, Future[Any]]] = []
+    done = threading.Event()
+
+    def callback(future: Future[Any]) -> None:
+        seen.append((threading.current_thread().name, future))
+        done.set()
+
+    try:
+        with BrokerConnection("127.0.0.1", broker.port) as conn:
+            answered = conn.send(HEARTBEAT, callback=callback)
+            assert done.wait(10), "the callback did not run"
+            failed = conn.send(LeaveGroupRequest(group_id="g", member_id="m", members=[]),
+                               callback=callback)
+    finally:
+        broker.close()
+    assert [f for _, f in seen] == [answered, failed]
+    assert seen[0][0].startswith("groupkit-reader-")
+    assert answered.result().error_code == 0
+    assert isinstance(failed.exception(), UnsupportedVersionError)

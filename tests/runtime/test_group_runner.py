@@ -43,6 +43,13 @@ GROUP = "g"
 ILLEGAL_GENERATION = 22
 
 
+def with_callback(future: Future[Any], callback: Any) -> Future[Any]:
+    """``future`` with ``callback`` added, as ``BrokerConnection.send(callback=)`` adds it."""
+    if callback is not None:
+        future.add_done_callback(callback)
+    return future
+
+
 class ScriptedBroker:
     """Answers every request at once, like a one-member coordinator; records what went where."""
 
@@ -50,11 +57,11 @@ class ScriptedBroker:
         self.name, self.log = name, log
 
     def send(self, request: Any, version: int | None = None, *,
-             timeout_ms: int | None = None) -> Future[Any]:
+             timeout_ms: int | None = None, callback: Any = None) -> Future[Any]:
         self.log.append((self.name, type(request).__name__))
         future: Future[Any] = Future()
         future.set_result(self.answer(request))
-        return future
+        return with_callback(future, callback)
 
     def answer(self, request: Any) -> Any:
         if isinstance(request, FindCoordinatorRequest):
@@ -234,11 +241,12 @@ class SlowHeartbeats(ScriptedBroker):
             future.set_result(HeartbeatResponse(error_code=0))
 
     def send(self, request: Any, version: int | None = None, *,
-             timeout_ms: int | None = None) -> Future[Any]:
+             timeout_ms: int | None = None, callback: Any = None) -> Future[Any]:
         if not isinstance(request, HeartbeatRequest):
-            return super().send(request, version, timeout_ms=timeout_ms)
+            return super().send(request, version, timeout_ms=timeout_ms, callback=callback)
         self.log.append((self.name, type(request).__name__))
         future: Future[Any] = Future()
+        with_callback(future, callback)
         self.queue.put((time.monotonic() + self.delay, future))
         return future
 
@@ -308,11 +316,11 @@ def test_each_answer_is_read_from_its_future_with_one_look() -> None:
 
     class Counting(ScriptedBroker):
         def send(self, request: Any, version: int | None = None, *,
-                 timeout_ms: int | None = None) -> Future[Any]:
+                 timeout_ms: int | None = None, callback: Any = None) -> Future[Any]:
             future = _CountedFuture()
             future.set_result(self.answer(request))
             answered.append(future)
-            return future
+            return with_callback(future, callback)
 
     runner, _, woken = make_runner([])
     runner.any_broker = lambda: Counting("any", [])

@@ -57,8 +57,10 @@ class Coordinator848:
                 if first else None))
 
     def send(self, request: Any, version: int | None = None, *,
-             timeout_ms: int | None = None) -> Future[Any]:
+             timeout_ms: int | None = None, callback: Any = None) -> Future[Any]:
         future: Future[Any] = Future()
+        if callback is not None:
+            future.add_done_callback(callback)
         if isinstance(request, FindCoordinatorRequest):
             future.set_result(FindCoordinatorResponse(error_code=0, node_id=1, host="h",
                                                       port=1))
