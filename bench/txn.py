@@ -16,7 +16,11 @@ process's CPU time (all threads: librdkafka's C threads count for confluent-kafk
 same timed window, per record, the least of the runs: far steadier than wall time on a loaded
 machine.
 
-    .venv/bin/python bench/txn.py [--records N] [--rpw-records N] [--repeat R]
+``--txn-records`` is the most records a poll (and so a transaction) takes: groupkit's
+``max_poll_records`` and confluent-kafka's ``consume(num_messages)``, 500 by default (groupkit's
+and Java's max_poll_records); fewer per transaction weigh the per-transaction round trips more.
+
+    .venv/bin/python bench/txn.py [--records N] [--rpw-records N] [--txn-records N] [--repeat R]
 """
 
 from __future__ import annotations
@@ -78,18 +82,19 @@ def idempotent_confluent(bootstrap: str, topic: str, n: int) -> tuple[float, flo
     return n / (done - start), cpu
 
 
-def rpw_groupkit(bootstrap: str, source: str, sink: str, n: int) -> tuple[float, float]:
+def rpw_groupkit(bootstrap: str, source: str, sink: str, n: int,
+                 per_txn: int) -> tuple[float, float, int]:
     from groupkit import Consumer, Producer, TopicPartition
 
     consumer = Consumer(bootstrap_servers=bootstrap, group_id=f"rpw-{uuid.uuid4().hex[:8]}",
                         enable_auto_commit=False, isolation_level="read_committed",
-                        auto_offset_reset="earliest", **SESSION)
+                        auto_offset_reset="earliest", max_poll_records=per_txn, **SESSION)
     producer = Producer(bootstrap_servers=bootstrap,
                         transactional_id=f"rpw-{uuid.uuid4().hex[:8]}")
     try:
         producer.init_transactions(30)
         consumer.subscribe([source])
-        seen = 0
+        seen = txns = 0
         start, cpu = None, 0.0
         deadline = time.monotonic() + WAIT
         while seen < n and time.monotonic() < deadline:
@@ -111,16 +116,18 @@ def rpw_groupkit(bootstrap: str, source: str, sink: str, n: int) -> tuple[float,
                 consumer.group_metadata(), 30)
             producer.commit_transaction(30)
             seen += len(records)
+            txns += 1
         done, cpu = time.perf_counter(), time.process_time() - cpu
     finally:
         producer.close(10)
         consumer.close()
     if seen < n or start is None:
         raise SystemExit(f"groupkit: {seen} of {n} records in {WAIT} s")
-    return n / (done - start), cpu
+    return n / (done - start), cpu, txns
 
 
-def rpw_confluent(bootstrap: str, source: str, sink: str, n: int) -> tuple[float, float]:
+def rpw_confluent(bootstrap: str, source: str, sink: str, n: int,
+                  per_txn: int) -> tuple[float, float, int]:
     import confluent_kafka
 
     consumer = confluent_kafka.Consumer({
@@ -133,11 +140,11 @@ def rpw_confluent(bootstrap: str, source: str, sink: str, n: int) -> tuple[float
     try:
         producer.init_transactions(30)
         consumer.subscribe([source])
-        seen = 0
+        seen = txns = 0
         start, cpu = None, 0.0
         deadline = time.monotonic() + WAIT
         while seen < n and time.monotonic() < deadline:
-            messages = [m for m in consumer.consume(500, 1.0) if m.error() is None]
+            messages = [m for m in consumer.consume(per_txn, 1.0) if m.error() is None]
             if not messages:
                 continue
             if start is None:
@@ -157,12 +164,13 @@ def rpw_confluent(bootstrap: str, source: str, sink: str, n: int) -> tuple[float
                 consumer.consumer_group_metadata(), 30)
             producer.commit_transaction(30)
             seen += len(messages)
+            txns += 1
         done, cpu = time.perf_counter(), time.process_time() - cpu
     finally:
         consumer.close()
     if seen < n or start is None:
         raise SystemExit(f"confluent-kafka: {seen} of {n} records in {WAIT} s")
-    return n / (done - start), cpu
+    return n / (done - start), cpu, txns
 
 
 def _fill(bootstrap: str, topic: str, n: int) -> None:
@@ -182,12 +190,13 @@ def _spread(runs: list[tuple[float, float]], n: int) -> str:
 
 
 def measure(records: int = 300_000, rpw_records: int = 50_000, repeat: int = 3,
-            bootstrap: str | None = None) -> list[Row]:
+            bootstrap: str | None = None, txn_records: int = 500) -> list[Row]:
     """The rows: each client's best rate of ``repeat`` alternating runs, and its least CPU
     time per record (the process's, all threads: a peer's C threads count too)."""
     if bootstrap is None:
         with LocalBroker() as broker:
-            return measure(records, rpw_records, repeat, broker.bootstrap_servers)
+            return measure(records, rpw_records, repeat, broker.bootstrap_servers,
+                           txn_records)
     runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
     idem = {"groupkit": idempotent_groupkit, "confluent-kafka": idempotent_confluent}
     rpw = {"groupkit": rpw_groupkit, "confluent-kafka": rpw_confluent}
@@ -211,10 +220,13 @@ def measure(records: int = 300_000, rpw_records: int = 50_000, repeat: int = 3,
                 source, sink = f"bench-rpw-in-{stamp}", f"bench-rpw-out-{stamp}"
                 admin.create_topics([source, sink], num_partitions=PARTITIONS)
                 _fill(bootstrap, source, rpw_records)
-                rate, cpu = rpw[client](bootstrap, source, sink, rpw_records)
+                rate, cpu, txns = rpw[client](bootstrap, source, sink, rpw_records,
+                                              txn_records)
                 runs.setdefault((client, "rpw"), []).append((rate, cpu))
+                # The transactions' count shows both committed the same size (one poll each).
                 print(f"  read-process-write txn {client}: {rate:,.0f} rec/s,"
-                      f" CPU {cpu / rpw_records * 1e6:.2f} us/record", flush=True)
+                      f" CPU {cpu / rpw_records * 1e6:.2f} us/record, {txns} transactions",
+                      flush=True)
     for (client, kind), got in runs.items():
         print(f"  {kind} {client}: {_spread(got, records if kind == 'idem' else rpw_records)}")
 
@@ -242,12 +254,15 @@ def main() -> None:
                         help="records per client, idempotent produce")
     parser.add_argument("--rpw-records", type=int, default=50_000,
                         help="records per client, read-process-write")
+    parser.add_argument("--txn-records", type=int, default=500,
+                        help="most records per poll, so per transaction, read-process-write")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     print(f"txn: idempotent produce {args.records:,} records, read-process-write"
-          f" {args.rpw_records:,} records, 100 B, {PARTITIONS} partitions, best of"
-          f" {args.repeat} (Tansu, loopback)")
-    print_rows(measure(args.records, args.rpw_records, args.repeat))
+          f" {args.rpw_records:,} records in transactions of up to {args.txn_records}, 100 B,"
+          f" {PARTITIONS} partitions, best of {args.repeat} (Tansu, loopback)")
+    print_rows(measure(args.records, args.rpw_records, args.repeat,
+                       txn_records=args.txn_records))
 
 
 if __name__ == "__main__":
