@@ -148,11 +148,16 @@ class ShareFetcher:
     _retry_at: dict[int, float] = attrs.field(init=False, factory=dict)
     _failures: dict[int, int] = attrs.field(init=False, factory=dict)
     _buffer: collections.deque[ShareBatch] = attrs.field(init=False, factory=collections.deque)
-    #: How many times the application asked for records, and that count when each node's
-    #: last ShareFetch went out: a node is fetched from again once the application has asked
-    #: since, and none of its records wait in the buffer (Java fetches only partitions with
-    #: nothing buffered), so nothing is acquired while the application is away.
+    #: How many times the application asked for records and found none buffered, and that
+    #: count when each node's last ShareFetch went out: a node is fetched from again once the
+    #: application has come up empty since, and none of its records wait in the buffer. As
+    #: Java's ShareConsumerImpl.collect (a ShareFetchEvent only from a poll that collected
+    #: nothing; ShareConsumeRequestManager fetches only partitions with nothing buffered), so
+    #: nothing is acquired while the application works on records it has, and every fetch
+    #: carries the acknowledgements of the poll before it. An answer that brings records
+    #: answers every empty poll so far (``_served``; Java's fetchMoreRecords turned off).
     _polls: int = attrs.field(init=False, default=0)
+    _served: int = attrs.field(init=False, default=0)
     _fetched_at_poll: dict[int, int] = attrs.field(init=False, factory=dict)
     _waiting: dict[int, list[CommitTicket]] = attrs.field(init=False, factory=dict)
     _results: collections.deque[AckResult] = attrs.field(init=False, factory=collections.deque)
@@ -190,8 +195,8 @@ class ShareFetcher:
     def take(self, max_records: int, delivered: dict[SharePartition, list[int]]
              ) -> list[ShareConsumerRecord]:
         """Up to ``max_records`` buffered records (their offsets added to ``delivered``, by
-        partition); asks for more from the leaders with nothing buffered. Raises a corrupt
-        batch's error once the records before it are handed over."""
+        partition); when there are none, asks the leaders with nothing buffered for more.
+        Raises a corrupt batch's error once the records before it are handed over."""
         out: list[ShareConsumerRecord] = []
         with self._lock:
             while self._buffer and len(out) < max_records:
@@ -210,7 +215,8 @@ class ShareFetcher:
                             self._buffer.appendleft(attrs.evolve(batch, records=[], index=0))
                             break
                         raise batch.error
-            self._polls += 1
+            if not out:
+                self._polls += 1
         self._bell.ring()
         return out
 
@@ -418,7 +424,7 @@ class ShareFetcher:
                 return None
             return self._flight(_Kind.ACK, node, sent.token, sent.acks, {}, now, tickets,
                                 request)
-        if partitions and self._polls > self._fetched_at_poll.get(node, 0) \
+        if partitions and self._polls > max(self._fetched_at_poll.get(node, 0), self._served) \
                 and not self._buffered_from(partitions):
             self._fetched_at_poll[node] = self._polls
             sent = self.ledger.take([] if session.is_new else ack_parts)
@@ -574,6 +580,7 @@ class ShareFetcher:
                                     self._lock_s, check_crcs=self.check_crcs)
             if got.batch.records or got.batch.error is not None:
                 self._buffer.append(got.batch)
+                self._served = self._polls
         if self.hooks and (got.batch.records or got.gaps):
             emit(self.hooks, ShareRecordsAcquired(
                 self.group_id, p.topic, p.partition, len(got.batch.records),
