@@ -289,17 +289,18 @@ def _load() -> ModuleType | None:
 
 
 PYTHON = Loops("python", Numbering, resolve, fill_uniform, eligible, place)
-_module = _load()
+#: The extension when built (and not switched off); ``assignors.wire`` takes its codec from it.
+MODULE = _load()
 NATIVE = (
     None
-    if _module is None
+    if MODULE is None
     else Loops(
         "c",
-        _module.Numbering,
-        _module.resolve,
-        _module.fill_uniform,
-        _module.eligible,
-        _module.place,
+        MODULE.Numbering,
+        MODULE.resolve,
+        MODULE.fill_uniform,
+        MODULE.eligible,
+        MODULE.place,
     )
 )
 #: The loops every assignment uses: the C ones when built (and not switched off), else Python.

@@ -3,7 +3,8 @@
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "assignors._native",
-    "The sticky assignors' loops over every partition in C (see assignors.sticky_loops).", -1,
+    "The sticky assignors' loops over every partition, and a leader's consumer protocol bytes,"
+    " in C (see assignors.sticky_loops and assignors.wire).", -1,
     NULL,
 };
 
@@ -14,7 +15,7 @@ PyInit__native(void)
     if (module == NULL)
         return NULL;
     if (gka_numbering_init(module) < 0 || gka_owners_init(module) < 0
-        || gka_general_init(module) < 0) {
+        || gka_general_init(module) < 0 || gka_wire_init(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }
