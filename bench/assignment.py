@@ -22,6 +22,14 @@ stayed). ``groupkit-py`` is groupkit with GROUPKIT_NO_NATIVE=1 (the pure Python 
     .venv/bin/python bench/assignment.py [--cases small,medium] [--assignors sticky] [--peer-limit 60]
     .venv/bin/python bench/assignment.py --cases unequal --assignors sticky --profile 15
     .venv/bin/python bench/assignment.py --rows     # make bench's rows only
+    .venv/bin/python bench/assignment.py --leader --assignors sticky,cooperative-sticky --repeat 3
+
+--leader times the classic group leader's whole step instead of the assignor alone:
+``ConsumerProtocol.assign`` on the JoinGroup metadata bytes of the ``large`` leave (decoding
+1,999 Subscriptions, the assignor, the leader's checks, encoding 1,999 Assignments), each
+member's bytes as groupkit's runtime sends them on its rejoin (``sticky``: the assignor's user
+data, no owned partitions under EAGER; ``cooperative-sticky``: owned partitions, generation 1).
+With --profile N it prints that step's cProfile table.
 """
 
 from __future__ import annotations
@@ -220,9 +228,67 @@ def worker(impl: str, name: str, case: str, profile: int = 0) -> None:
     print(json.dumps(out), flush=True)
 
 
+def leader_members(name: str, case: str) -> tuple[object, list]:
+    """A ConsumerProtocol leading ``case`` after its first member left, and the other members'
+    JoinGroup metadata as groupkit's runtime sends it on the rejoin (see --leader)."""
+    from assignors import ClusterView, MemberSubscription, TopicPartition, lookup
+    from assignors.wire import encode_subscription
+    from groupkit.group import GroupMember
+    from groupkit.group.consumer_protocol import ConsumerProtocol
+
+    counts, topic_lists = topics_of(case)
+    ids = [f"member-{i:05d}" for i in range(len(topic_lists))]
+    first = lookup(name).assign(
+        ClusterView(counts), {m: MemberSubscription(t) for m, t in zip(ids, topic_lists, strict=True)})
+    members = []
+    for member_id, topics in zip(ids[1:], topic_lists[1:], strict=True):
+        assignor = lookup(name)
+        held = sorted(TopicPartition(*tp) for tp in first[member_id].partitions)
+        if name == "sticky":
+            assignor.on_assignment(first[member_id], 1)
+            owned, generation = [], -1  # EAGER: revoked before the rejoin
+        else:
+            owned, generation = held, 1
+        data = encode_subscription(
+            topics, owned, generation, None, assignor.subscription_user_data(tuple(owned), generation))
+        members.append(GroupMember(member_id, None, data))
+    leader = ConsumerProtocol([name], cluster_view=lambda topics: ClusterView(counts))
+    return leader, members
+
+
+def leader_worker(name: str, case: str, profile: int = 0) -> None:
+    """One timing of ``ConsumerProtocol.assign`` on the leave (see --leader); prints a JSON line,
+    or with ``profile`` the cProfile table of that step."""
+    leader, members = leader_members(name, case)
+    if profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.runcall(leader.assign, name, members)
+        print(f"--- leader {case} {name} leave: the {profile} entries with the most own time")
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(profile)
+        return
+    base = rss_mb()
+    start, cpu = time.perf_counter(), time.process_time()
+    result = leader.assign(name, members)
+    out = {"leave_s": time.perf_counter() - start, "leave_cpu": time.process_time() - cpu,
+           "peak_mb": peak_mb() - base, "bytes": sum(map(len, result.values()))}
+    import hashlib
+
+    digest = hashlib.sha256()
+    for member_id in sorted(result):
+        digest.update(member_id.encode() + b"\0" + result[member_id])
+    out["sha256"] = digest.hexdigest()[:16]
+    print(json.dumps(out), flush=True)
+
+
 def measure(impl: str, name: str, case: str, limit: float | None) -> dict:
     """Run one measurement in a subprocess; what it printed before any time limit."""
     command = [sys.executable, __file__, "--worker", impl, name, case]
+    if impl.startswith("leader-"):
+        command = [sys.executable, __file__, "--leader-worker", name, case]
+        impl = impl[len("leader-"):]
     env = dict(os.environ)
     if impl == "groupkit-py":
         env["GROUPKIT_NO_NATIVE"] = "1"
@@ -298,6 +364,23 @@ def rows(repeat: int = 3, peer_limit: float = 60.0) -> list[Row]:
     return out
 
 
+def leader_table(args: argparse.Namespace) -> None:
+    """--leader: ConsumerProtocol.assign on the large leave, per assignor (and Python path)."""
+    if args.profile:
+        for name in args.assignors.split(","):
+            leader_worker(name, "large", args.profile)
+        return
+    print(f"{'step':<30}{'assignor':<19}{'impl':<13}{'wall s':>8}{'cpu s':>8}{'peak MB':>9}"
+          f"{'bytes':>11}  sha256 of the result, note")
+    for name in args.assignors.split(","):
+        for impl in ["groupkit"] + (["groupkit-py"] if args.python else []):
+            result = measure_best(f"leader-{impl}", name, "large", args.repeat, None)
+            print(f"{'leader large leave':<30}{name:<19}{impl:<13}{cell(result, 'leave_s', '8.3f')}"
+                  f"{cell(result, 'leave_cpu', '8.3f')}{cell(result, 'peak_mb', '9.1f')}"
+                  f"{cell(result, 'bytes', '11d')}  {result.get('sha256', '-')} "
+                  f"{result.get('note', '')}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
@@ -311,10 +394,19 @@ def main() -> None:
                         help="print only make bench's assignor rows (best of --repeat, default 3)")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print cProfile's top N entries of each groupkit assignment instead")
+    parser.add_argument("--leader", action="store_true",
+                        help="time ConsumerProtocol.assign on the large leave instead (see above)")
     parser.add_argument("--worker", nargs=3, metavar=("IMPL", "ASSIGNOR", "CASE"), help=argparse.SUPPRESS)
+    parser.add_argument("--leader-worker", nargs=2, metavar=("ASSIGNOR", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(*args.worker)
+        return
+    if args.leader_worker:
+        leader_worker(*args.leader_worker)
+        return
+    if args.leader:
+        leader_table(args)
         return
     if args.rows:
         from bench.table import print_rows

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
+import struct
+
 import pytest
+from hypothesis import example, given, strategies as st
 
 from assignors import (
     Assignor,
     ClusterView,
     CooperativeAssignmentError,
     MemberAssignment,
+    MemberSubscription,
     RebalanceProtocol,
     TopicPartition,
+    lookup,
+    sticky_loops,
+    validate_cooperative,
 )
+from assignors._types import group_by_topic
+from assignors.sticky_data import encode_sticky_user_data
 from groupkit.errors import ConfigError, InvalidAssignmentError
 from groupkit.group import GroupMember, GroupProtocol
-from groupkit.group.consumer_protocol import ConsumerProtocol, choose_rebalance_protocol
+from groupkit.group.consumer_protocol import (
+    ConsumerProtocol,
+    _check_exclusive,
+    _checked_by_number,
+    _current_owners,
+    choose_rebalance_protocol,
+)
 from groupkit.protocol.consumer import Assignment, Subscription
 
 TP = TopicPartition
@@ -133,3 +149,103 @@ def test_an_unknown_protocol_name_is_an_error() -> None:
     proto = ConsumerProtocol(["range"], cluster_view=view)
     with pytest.raises(Exception, match="did not offer"):
         proto.on_assignment("roundrobin", Assignment([]).encode(), 3)
+
+
+# The leader's checks by partition number (_checked_by_number) against the checks they stand
+# in for, and the whole step with the C and the Python codec and loops.
+
+CLUSTER = ClusterView({"a": 3, "b": 2, "c": 0})
+# Mostly partitions of the cluster, some of a topic it lacks or past a topic's count.
+some_tps = st.sampled_from([TP("a", 0), TP("a", 1), TP("a", 2), TP("b", 0), TP("b", 1)]) \
+    | st.builds(TP, st.sampled_from(["a", "b", "c", "gone"]), st.integers(-1, 3))
+groups = st.lists(
+    st.tuples(st.lists(some_tps, max_size=4), st.integers(-1, 3), st.lists(some_tps, max_size=4)),
+    min_size=1, max_size=5,
+)
+A0, A1 = TP("a", 0), TP("a", 1)
+
+
+def old_checks_pass(subs, full, cooperative: bool) -> bool:
+    try:
+        _check_exclusive("x", full)
+        if cooperative:
+            validate_cooperative(_current_owners(subs), full)
+    except (InvalidAssignmentError, CooperativeAssignmentError):
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def loops(which):
+    saved = sticky_loops.active
+    sticky_loops.active = which
+    try:
+        yield
+    finally:
+        sticky_loops.active = saved
+
+
+ALL_LOOPS = [lp for lp in (sticky_loops.PYTHON, sticky_loops.NATIVE) if lp is not None]
+
+
+@pytest.mark.parametrize("which", ALL_LOOPS, ids=lambda lp: lp.name)
+@given(group=groups, cooperative=st.booleans(), keep=st.lists(st.booleans(), min_size=5))
+# Another's partition first, then its own: looked at although the member keeps what it owns.
+@example(group=[([A0], 3, [A1, A0]), ([A1], 3, [])], cooperative=True, keep=[False] * 5)
+# Claimed by two members of one generation: the earlier owns it, so it moves to the later.
+@example(group=[([A0], 2, []), ([A0], 2, [A0])], cooperative=True, keep=[False] * 5)
+@example(group=[([A0], 2, [A0]), ([A0], 2, [])], cooperative=True, keep=[False] * 5)
+@example(group=[([A0], 1, []), ([A0], 2, [A0])], cooperative=True, keep=[False] * 5)
+@example(group=[([], 1, [A0, A1]), ([], 2, [A0])], cooperative=False, keep=[False] * 5)
+def test_checks_by_number_pass_exactly_when_the_checks_pass(which, group, cooperative, keep):
+    subs = {f"m{i}": MemberSubscription(["a", "b"], owned, generation)
+            for i, (owned, generation, _) in enumerate(group)}
+    # Some members get back the very tuple they sent, as the sticky assignors give it.
+    full = {m: MemberAssignment(subs[m].owned_partitions if keep[i] else given)
+            for i, (m, (_, _, given)) in enumerate(zip(subs, group, strict=True))}
+    with loops(which):
+        by_number = _checked_by_number(CLUSTER, subs, full, cooperative)
+    passes = old_checks_pass(subs, full, cooperative)
+    assert passes or not by_number
+    if all(0 <= tp.partition < CLUSTER.count(tp.topic) for a in full.values() for tp in a.partitions):
+        assert by_number == passes
+
+
+def leave_group(name: str) -> tuple[ConsumerProtocol, list[GroupMember]]:
+    """30 members on 12 topics of 7 after the first of 31 left, as the runtime sends them."""
+    counts = {f"t{k:02d}": 7 for k in range(12)}
+    ids = [f"m{i:02d}" for i in range(31)]
+    first = lookup(name).assign(ClusterView(counts), {m: MemberSubscription(counts) for m in ids})
+    members = []
+    for m in ids[1:]:
+        held = sorted(first[m].partitions)
+        if name == "sticky":
+            sub = Subscription(sorted(counts), encode_sticky_user_data(held, 1))
+        else:
+            sub = Subscription(sorted(counts), struct.pack(">i", 1), group_by_topic(held), 1)
+        members.append(GroupMember(m, None, sub.encode()))
+    return ConsumerProtocol([name], cluster_view=lambda topics: ClusterView(counts)), members
+
+
+@pytest.mark.skipif(sticky_loops.NATIVE is None, reason="the assignors C extension is not built")
+@pytest.mark.parametrize("name", ["sticky", "cooperative-sticky", "range"])
+def test_the_leaders_step_gives_the_same_bytes_in_c_and_in_python(name):
+    proto, members = leave_group(name)
+    with loops(sticky_loops.PYTHON):
+        python = proto.assign(name, members)
+    with loops(sticky_loops.NATIVE):
+        native = proto.assign(name, members)
+    assert native == python
+    given = [(t, p) for d in native.values() for t, ps in Assignment.decode(d).partitions for p in ps]
+    assert len(given) == len(set(given)) == 12 * 7
+
+
+@pytest.mark.parametrize("which", ALL_LOOPS, ids=lambda lp: lp.name)
+def test_a_move_in_one_round_is_refused_with_the_same_message_either_way(which):
+    proto = ConsumerProtocol([MoveEverything()], cluster_view=view)
+    members = [member("m1", ["a", "b"], [("a", [0]), ("b", [1])], generation=3),
+               member("m2", ["a", "b"], [("a", [2])], generation=3)]
+    with loops(which), pytest.raises(CooperativeAssignmentError) as caught:
+        proto.assign("mover", members)
+    assert str(caught.value).startswith("2 partition(s) would change owner")
+    assert "a-0, b-1" in str(caught.value)

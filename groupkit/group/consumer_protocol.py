@@ -8,7 +8,9 @@ a network.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from itertools import repeat
 from typing import cast
 
 import attrs
@@ -21,9 +23,10 @@ from assignors import (
     RebalanceProtocol,
     TopicPartition,
     resolve,
+    sticky_loops,
     validate_cooperative,
 )
-from assignors.wire import decode_assignment, decode_subscription, encode_assignment
+from assignors.wire import SubscriptionDecoder, decode_assignment, encode_assignment
 from groupkit.errors import ConfigError, CorruptFrame, InvalidAssignmentError
 from groupkit.group.protocol import GroupMember
 from groupkit.protocol.consumer import LATEST_VERSION
@@ -106,24 +109,29 @@ class ConsumerProtocol:
 
     def assign(self, protocol_name: str, members: Sequence[GroupMember]) -> dict[str, bytes]:
         assignor = self._assignor(protocol_name)
+        decoder = SubscriptionDecoder()
         subscriptions: dict[str, MemberSubscription] = {}
         versions: dict[str, int] = {}
         for member in members:
-            subscriptions[member.member_id] = decode_subscription(
+            subscriptions[member.member_id] = decoder.decode(
                 member.metadata, member.group_instance_id)
             # Answer in the member's own Subscription version (decoding checked its prefix).
             versions[member.member_id] = min(
                 LATEST_VERSION, int.from_bytes(member.metadata[:2], "big", signed=True))
-        topics = frozenset(t for sub in subscriptions.values() for t in sub.topics)
-        result = assignor.assign(self.cluster_view(topics), subscriptions)
+        # Members sending the same topic list mostly share one tuple of it (see the decoder).
+        lists = {id(sub.topics): sub.topics for sub in subscriptions.values()}
+        cluster = self.cluster_view(frozenset().union(*lists.values()))
+        result = assignor.assign(cluster, subscriptions)
         strangers = sorted(set(result) - set(subscriptions))
         if strangers:
             raise InvalidAssignmentError(
                 f"assignor {assignor.name!r} assigned to {strangers}, who are not members")
         full = {m: result.get(m, MemberAssignment(())) for m in subscriptions}
-        _check_exclusive(assignor.name, full)
-        if self.is_cooperative(protocol_name):
-            validate_cooperative(_current_owners(subscriptions), full)
+        cooperative = self.is_cooperative(protocol_name)
+        if not _checked_by_number(cluster, subscriptions, full, cooperative):
+            _check_exclusive(assignor.name, full)
+            if cooperative:
+                validate_cooperative(_current_owners(subscriptions), full)
         return {m: encode_assignment(a, versions[m]) for m, a in full.items()}
 
     def on_assignment(self, protocol_name: str, assignment: bytes,
@@ -157,6 +165,54 @@ class ConsumerProtocol:
         raise CorruptFrame(
             f"the group chose assignor {name!r}, which this member did not offer"
             f" ({[a.name for a in self.assignors]}); the coordinator answered out of protocol")
+
+
+def _checked_by_number(cluster: ClusterView, subs: Mapping[str, MemberSubscription],
+                       full: Mapping[str, MemberAssignment], cooperative: bool) -> bool:
+    """True when ``_check_exclusive`` (and with ``cooperative`` ``validate_cooperative`` over
+    ``_current_owners``) would pass, found with partition numbers and the assignors' loops
+    (``sticky_loops.active``), per member rather than per partition where a member keeps what
+    it owned. False when they might not: those checks then run and raise their own errors.
+
+    Every assigned partition must be in ``cluster``; with no partition given twice, one moves
+    in one round exactly when it goes to a member other than its current owner (the claim of
+    the highest generation, the earliest member on a tie, as ``_current_owners`` picks it).
+    """
+    loops = sticky_loops.active
+    topics = sorted(cluster.partitions)
+    counts = [cluster.partitions[t] for t in topics]
+    numbering = loops.numbering(topics, counts, TopicPartition)
+    total = sum(counts)
+    try:
+        claims = [numbering.owned(sub.owned_partitions) for sub in subs.values()] \
+            if cooperative else []
+        given = []
+        for member, (member_id, assignment) in enumerate(full.items()):
+            partitions = assignment.partitions
+            if cooperative and partitions is subs[member_id].owned_partitions:
+                numbers = claims[member]  # what it sent back to it: numbered above
+            else:
+                numbers = numbering.owned(partitions)
+            if len(numbers) != len(partitions):
+                return False  # a partition outside the cluster's topics
+            given.append(numbers)
+    except (TypeError, ValueError):
+        return False  # not (str, int) pairs: the checks say what is wrong
+    taken = bytearray(total)
+    for numbers in given:
+        deque(map(taken.__setitem__, numbers, repeat(1)), 0)  # taken[n] = 1 for each, in C
+    if taken.count(1) != sum(map(len, given)):
+        return False  # a partition given twice
+    if not cooperative:
+        return True
+    owner, owned = loops.resolve(claims, [sub.generation for sub in subs.values()], total)
+    for member, numbers in enumerate(given):
+        mine = owned[member]
+        # A member given what it owns, then more, needs only the more looked at.
+        rest = numbers[len(mine):] if numbers[:len(mine)] == mine else numbers
+        if rest and not {-1, member}.issuperset(map(owner.__getitem__, rest)):
+            return False
+    return True
 
 
 def _check_exclusive(name: str, assignment: Mapping[str, MemberAssignment]) -> None:
