@@ -423,9 +423,12 @@ class Producer:
             # first send, mostly gets no turn (the GIL) until this thread waits for the offsets,
             # and its AddPartitionsToTxn would then queue behind AddOffsetsToTxn at the
             # coordinator; Java's sender adds them as the records come, ahead of the offsets.
-            self._add_partitions(deadline)
-            with self._lock:
-                self._wake.notify()
+            try:
+                self._add_partitions(deadline)
+            finally:
+                # Added, the sealed batches can go; not (out of time), the sender adds them.
+                with self._lock:
+                    self._wake.notify()
             client.send_offsets(offsets, group_metadata, deadline)
 
     def commit_transaction(self, timeout: float | None = None) -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from groupkit.errors import ApiKey
+from groupkit.errors import ApiKey, RequestTimeoutError
 from groupkit.producer import Producer
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from groupkit.values import ConsumerGroupMetadata
 from tests.support.broker_data import create_topic
-from tests.support.recording_proxy import Exchange, RecordingProxy
+from tests.support.recording_proxy import Exchange, Fault, RecordingProxy
 from tests.support.txn_data import WAIT
 
 pytestmark = [pytest.mark.broker, pytest.mark.xdist_group("transactions")]
@@ -54,3 +54,29 @@ def test_the_records_go_out_with_the_offsets_not_at_commit(proxy, unique_name) -
     assert adds and produces and len(ends) == 1
     assert adds[0].response_seq is not None and adds[0].response_seq < produces[0].seq
     assert all(p.response_seq is not None and p.response_seq < ends[0].seq for p in produces)
+
+
+def test_records_whose_add_ran_out_of_time_still_go(proxy, unique_name) -> None:  # noqa: F811
+    """The AddPartitionsToTxn is swallowed, so send_offsets_to_transaction runs out of its
+    time: the sender adds the partitions by itself once that request has timed out, and the
+    sealed records go without any further call (before the fix the sender slept until its next
+    metadata refresh, minutes away); the offsets sent again, the transaction commits. (Should
+    the sender have sent the swallowed request, the offsets wait behind it and the same
+    holds.)"""
+    topic = unique_name("out")
+    create_topic(proxy.bootstrap_servers, topic, partitions=1)
+    with Producer(bootstrap_servers=proxy.bootstrap_servers, transactional_id=unique_name("tx"),
+                  linger_ms=60_000, request_timeout_ms=2000) as producer:
+        producer.init_transactions(WAIT)
+        proxy.arm(Fault(ApiKey.ADD_PARTITIONS_TO_TXN, "blackhole"))
+        group = ConsumerGroupMetadata(unique_name("g"))
+        producer.begin_transaction()
+        future = producer.send(topic, b"x", partition=0)
+        # AddPartitionsToTxn runs out of time, or (sent by the sender) AddOffsetsToTxn behind it.
+        with pytest.raises(RequestTimeoutError, match="AddPartitionsToTxn|AddOffsetsToTxn"):
+            producer.send_offsets_to_transaction({(topic, 0): 1}, group, 1.0)
+        proxy.wait_until(_produced, WAIT, "the records' Produce without another call")
+        producer.send_offsets_to_transaction({(topic, 0): 1}, group, WAIT)
+        producer.commit_transaction(WAIT)
+        assert future.result(0).offset >= 0
+    assert len(proxy.fired) == 1
