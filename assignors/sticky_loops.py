@@ -37,6 +37,10 @@ class NumberingLike(Protocol):
     def owned(self, owned: Sequence[tuple[str, int]]) -> list[int]:
         """Numbers of the partitions in ``owned`` that are in the layout, in the order given."""
 
+    def mark(self, partitions: Sequence[tuple[str, int]], taken: bytearray) -> int:
+        """Sets ``taken[n]`` to 1 for the number n of each partition in the layout (a leader's
+        checks); how many of them were 0 before."""
+
     def sticky(self, data: bytes, start: int, with_generation: bool) -> tuple[list[int], int] | None:
         """Numbers and generation read from StickyAssignorUserData starting at ``start``, or
         None when the bytes do not fit that layout exactly (see ``sticky_data``)."""
@@ -55,6 +59,7 @@ class Numbering:
         for topic, count in zip(topics, counts, strict=True):
             self._spans[topic] = (start, count)
             start += count
+        self._total = start
         self._tp_type = tp_type
         self._tps: list[TopicPartition] | None = None
 
@@ -69,6 +74,14 @@ class Numbering:
             if span is not None and 0 <= p < span[1]:
                 append(span[0] + p)
         return out
+
+    def mark(self, partitions: Sequence[tuple[str, int]], taken: bytearray) -> int:
+        if len(taken) < self._total:
+            raise ValueError("mark(): taken is shorter than the layout")
+        distinct = set(self.owned(partitions))
+        before = sum(map(taken.__getitem__, distinct))
+        deque(map(taken.__setitem__, distinct, repeat(1)), 0)  # taken[n] = 1 for each, in C
+        return len(distinct) - before
 
     def sticky(self, data: bytes, start: int, with_generation: bool) -> tuple[list[int], int] | None:
         end = len(data)

@@ -6,7 +6,7 @@ import contextlib
 import struct
 
 import pytest
-from hypothesis import example, given, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from assignors import (
     Assignor,
@@ -162,7 +162,7 @@ groups = st.lists(
     st.tuples(st.lists(some_tps, max_size=4), st.integers(-1, 3), st.lists(some_tps, max_size=4)),
     min_size=1, max_size=5,
 )
-A0, A1 = TP("a", 0), TP("a", 1)
+A0, A1, B0 = TP("a", 0), TP("a", 1), TP("b", 0)
 
 
 def old_checks_pass(subs, full, cooperative: bool) -> bool:
@@ -190,8 +190,16 @@ ALL_LOOPS = [lp for lp in (sticky_loops.PYTHON, sticky_loops.NATIVE) if lp is no
 
 @pytest.mark.parametrize("which", ALL_LOOPS, ids=lambda lp: lp.name)
 @given(group=groups, cooperative=st.booleans(), keep=st.lists(st.booleans(), min_size=5))
+@settings(max_examples=400)
 # Another's partition first, then its own: looked at although the member keeps what it owns.
 @example(group=[([A0], 3, [A1, A0]), ([A1], 3, [])], cooperative=True, keep=[False] * 5)
+# The same with a partition claimed twice (B0, stale in the third), so owners are resolved.
+@example(group=[([A0, B0], 3, [A1, A0]), ([A1], 3, []), ([B0], 1, [])], cooperative=True,
+         keep=[False] * 5)
+# Owning nothing, given another's partition.
+@example(group=[([A0], 2, [A1]), ([], -1, [A0])], cooperative=True, keep=[False] * 5)
+# Given what it owns, then another's.
+@example(group=[([A0], 2, []), ([A1], 2, [A1, A0])], cooperative=True, keep=[False] * 5)
 # Claimed by two members of one generation: the earlier owns it, so it moves to the later.
 @example(group=[([A0], 2, []), ([A0], 2, [A0])], cooperative=True, keep=[False] * 5)
 @example(group=[([A0], 2, [A0]), ([A0], 2, [])], cooperative=True, keep=[False] * 5)

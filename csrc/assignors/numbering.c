@@ -2,7 +2,8 @@
  * (the C twin of assignors.sticky_loops.Numbering; the contract is documented there).
  *
  * Topics are laid end to end in the order given: partition p of topic k is starts[k] + p.
- * owned() reads a member's owned TopicPartitions, sticky() its StickyAssignorUserData bytes
+ * owned() reads a member's owned TopicPartitions (mark() marks them in a bytearray, for a
+ * leader's checks, making no int), sticky() its StickyAssignorUserData bytes
  * (one layout attempt: the caller tries them in turn, as sticky_data.layouts lists them) and
  * partitions() writes TopicPartitions for numbers. A leader of 2,000 members owning a million
  * partitions runs each over a million entries per rebalance.
@@ -281,6 +282,89 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(mark_doc,
+"mark(partitions, taken, /)\n--\n\n"
+"Set taken[n] to 1 for the number n of each (topic, partition) pair in the layout; how\n"
+"many of them were 0 before.");
+
+static PyObject *
+numbering_mark(Numbering *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "mark() takes partitions and taken");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (view.len < self->starts[self->ntopics]) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "mark(): taken is shorter than the layout");
+        return NULL;
+    }
+    unsigned char *taken = view.buf;
+    PyObject *seq = PySequence_Fast(args[0], "partitions must be a sequence");
+    if (seq == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), marked = 0;
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *last = NULL;
+    Py_ssize_t k = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = items[i], *pair = NULL;
+        if (PyTuple_Check(item)) {
+            Py_INCREF(item);
+            pair = item;
+        }
+        else if ((pair = PySequence_Tuple(item)) == NULL) {
+            goto fail;
+        }
+        if (PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(pair);
+            PyErr_SetString(PyExc_ValueError, "a partition is a (topic, partition) pair");
+            goto fail;
+        }
+        PyObject *topic = PyTuple_GET_ITEM(pair, 0), *partition = PyTuple_GET_ITEM(pair, 1);
+        if (topic != last) {
+            PyObject *found = PyDict_GetItemWithError(self->number, topic);
+            if (found == NULL && PyErr_Occurred()) {
+                Py_DECREF(pair);
+                goto fail;
+            }
+            k = found == NULL ? -1 : PyLong_AsSsize_t(found);
+            last = pair == item ? topic : NULL;  /* as in owned() */
+        }
+        if (k >= 0) {
+            if (!PyLong_Check(partition)) {
+                Py_DECREF(pair);
+                PyErr_SetString(PyExc_TypeError, "a partition id must be an int");
+                goto fail;
+            }
+            int overflow;
+            long long p = PyLong_AsLongLongAndOverflow(partition, &overflow);
+            if (p == -1 && PyErr_Occurred()) {
+                Py_DECREF(pair);
+                goto fail;
+            }
+            if (!overflow && p >= 0 && p < self->starts[k + 1] - self->starts[k]) {
+                Py_ssize_t number = self->starts[k] + (Py_ssize_t)p;
+                marked += !taken[number];
+                taken[number] = 1;
+            }
+        }
+        Py_DECREF(pair);
+    }
+    Py_DECREF(seq);
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(marked);
+fail:
+    Py_DECREF(seq);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 static inline int32_t
 int32_at(const unsigned char *p)
 {
@@ -438,6 +522,7 @@ fail:
 
 static PyMethodDef numbering_methods[] = {
     {"owned", (PyCFunction)numbering_owned, METH_O, owned_doc},
+    {"mark", (PyCFunction)(void (*)(void))numbering_mark, METH_FASTCALL, mark_doc},
     {"sticky", (PyCFunction)(void (*)(void))numbering_sticky, METH_FASTCALL, sticky_doc},
     {"partitions", (PyCFunction)numbering_partitions, METH_O, partitions_doc},
     {NULL, NULL, 0, NULL},

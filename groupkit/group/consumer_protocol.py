@@ -8,9 +8,8 @@ a network.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from itertools import repeat
+from itertools import compress
 from typing import cast
 
 import attrs
@@ -26,6 +25,7 @@ from assignors import (
     sticky_loops,
     validate_cooperative,
 )
+from assignors.sticky_loops import NumberingLike
 from assignors.wire import SubscriptionDecoder, decode_assignment, encode_assignment
 from groupkit.errors import ConfigError, CorruptFrame, InvalidAssignmentError
 from groupkit.group.protocol import GroupMember
@@ -184,29 +184,51 @@ def _checked_by_number(cluster: ClusterView, subs: Mapping[str, MemberSubscripti
     numbering = loops.numbering(topics, counts, TopicPartition)
     total = sum(counts)
     try:
-        claims = [numbering.owned(sub.owned_partitions) for sub in subs.values()] \
-            if cooperative else []
-        given = []
-        for member, (member_id, assignment) in enumerate(full.items()):
-            partitions = assignment.partitions
-            if cooperative and partitions is subs[member_id].owned_partitions:
-                numbers = claims[member]  # what it sent back to it: numbered above
-            else:
-                numbers = numbering.owned(partitions)
-            if len(numbers) != len(partitions):
-                return False  # a partition outside the cluster's topics
-            given.append(numbers)
+        taken = bytearray(total)
+        for assignment in full.values():
+            # Fewer newly marked than given: one given twice, or outside the cluster.
+            if numbering.mark(assignment.partitions, taken) != len(assignment.partitions):
+                return False
+        if not cooperative:
+            return True
+        claimed = bytearray(total)
+        if all(numbering.mark(sub.owned_partitions, claimed) == len(sub.owned_partitions)
+               for sub in subs.values()):
+            return _moves_none_claimed_once(numbering, claimed, subs, full)
+        return _moves_none(loops, numbering, total, subs, full)
     except (TypeError, ValueError):
         return False  # not (str, int) pairs: the checks say what is wrong
-    taken = bytearray(total)
-    for numbers in given:
-        deque(map(taken.__setitem__, numbers, repeat(1)), 0)  # taken[n] = 1 for each, in C
-    if taken.count(1) != sum(map(len, given)):
-        return False  # a partition given twice
-    if not cooperative:
-        return True
+
+
+def _moves_none_claimed_once(numbering: NumberingLike, claimed: bytearray,
+                             subs: Mapping[str, MemberSubscription],
+                             full: Mapping[str, MemberAssignment]) -> bool:
+    """``_checked_by_number``'s cooperative rule when every claimed partition has one claim,
+    in the cluster (marked in ``claimed``): its claimer owns it."""
+    for member_id, assignment in full.items():
+        owned, partitions = subs[member_id].owned_partitions, assignment.partitions
+        if partitions is owned:
+            continue  # exactly what it sent
+        if partitions[:len(owned)] == owned:
+            # What it owns, then more: none of the more may be anyone's.
+            if any(map(claimed.__getitem__, numbering.owned(partitions[len(owned):]))):
+                return False
+            continue
+        numbers = numbering.owned(partitions)
+        theirs = set(compress(numbers, map(claimed.__getitem__, numbers)))
+        if not theirs.issubset(numbering.owned(owned)):
+            return False
+    return True
+
+
+def _moves_none(loops: sticky_loops.Loops, numbering: NumberingLike, total: int,
+                subs: Mapping[str, MemberSubscription],
+                full: Mapping[str, MemberAssignment]) -> bool:
+    """``_checked_by_number``'s cooperative rule in general: current owners resolved."""
+    claims = [numbering.owned(sub.owned_partitions) for sub in subs.values()]
     owner, owned = loops.resolve(claims, [sub.generation for sub in subs.values()], total)
-    for member, numbers in enumerate(given):
+    for member, assignment in enumerate(full.values()):
+        numbers = numbering.owned(assignment.partitions)
         mine = owned[member]
         # A member given what it owns, then more, needs only the more looked at.
         rest = numbers[len(mine):] if numbers[:len(mine)] == mine else numbers

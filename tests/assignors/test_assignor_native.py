@@ -74,6 +74,27 @@ def test_owned_numbers_match(owned):
     assert native.owned(tps) == python.owned(tps)
 
 
+@given(owned=pairs, first=pairs)
+def test_marks_match(owned, first):
+    # Marking after some are taken: the same bytes set, and the same count of newly taken
+    # (each partition of the layout once, however often it is given).
+    python, native = numberings()
+    results = []
+    for numbering in (python, native):
+        taken = bytearray(sum(COUNTS))
+        numbering.mark([TopicPartition(t, p) for t, p in first], taken)
+        results.append((numbering.mark([TopicPartition(t, p) for t, p in owned], taken), taken))
+    assert results[0] == results[1]
+    fresh = set(python.owned([TopicPartition(t, p) for t, p in owned]))
+    assert results[0][0] == len(fresh - set(python.owned([TopicPartition(t, p) for t, p in first])))
+
+
+def test_marking_needs_room_for_every_partition():
+    for numbering in numberings():
+        with pytest.raises(ValueError, match="shorter"):
+            numbering.mark([TopicPartition("a", 0)], bytearray(sum(COUNTS) - 1))
+
+
 @given(
     by_topic=st.lists(
         st.tuples(st.sampled_from([*TOPICS, "zz"]), st.lists(st.integers(-2**31, 2**31 - 1) | st.integers(-2, 9))),
