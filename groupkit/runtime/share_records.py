@@ -9,6 +9,8 @@ before it are handed over.
 
 from __future__ import annotations
 
+import collections
+import itertools
 import struct
 from typing import ClassVar, cast
 
@@ -91,10 +93,17 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
     kept = [r for r in records if r.offset in deliver] if len(deliver) != len(records) \
         else records
     counts: dict[int, int] = {}
-    for record in kept:
-        count = deliver[record.offset]
-        _set_delivery_count(record, count)
-        counts[count] = counts.get(count, 0) + 1
+    if len(kinds := {r.delivery_count for r in acquired}) == 1:
+        # The usual answer: one delivery count for every record, set by a loop in C.
+        count = kinds.pop()
+        collections.deque(map(_set_delivery_count, kept, itertools.repeat(count)), maxlen=0)
+        if kept:
+            counts[count] = len(kept)
+    else:
+        for record in kept:
+            count = deliver[record.offset]
+            _set_delivery_count(record, count)
+            counts[count] = counts.get(count, 0) + 1
     return Delivered(ShareBatch(partition, kept, error=error), counts, len(got.gaps),
                      got.duplicates)
 

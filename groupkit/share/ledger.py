@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -72,7 +72,7 @@ class ShareLedger:
     _tokens: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
 
     def acquire(self, partition: SharePartition, ranges: Iterable[AcquiredRecords],
-                present: Collection[int], now: float, lock_s: float) -> Acquired:
+                present: set[int], now: float, lock_s: float) -> Acquired:
         """Record what a ShareFetch answer acquired for ``partition``: ``ranges`` from the
         answer, ``present`` the offsets of its data records. The lock runs out ``lock_s``
         seconds after ``now`` (the answer's acquisition_lock_timeout_ms)."""
@@ -87,7 +87,8 @@ class ShareLedger:
         for r in ranges:
             span = range(r.first_offset, r.last_offset + 1)
             count = r.delivery_count
-            if acquired or acknowledged or sent:
+            if not (sent.isdisjoint(span) and acknowledged.keys().isdisjoint(span)
+                    and acquired.keys().isdisjoint(span)):  # looked at by loops in C
                 # Kafka gives an offset to a member once per delivery; an answer that names
                 # one this member still holds is not a new delivery.
                 held = [o for o in span if o in sent or o in acknowledged
@@ -96,7 +97,7 @@ class ShareLedger:
                     duplicates += len(held)
                     skip = set(held)
                     span = [o for o in span if o not in skip]  # type: ignore[assignment]
-            new = [o for o in span if o in present]
+            new = span if present.issuperset(span) else [o for o in span if o in present]
             if len(new) != len(span):
                 missing = [o for o in span if o not in present]
                 gaps.extend(missing)
@@ -207,12 +208,13 @@ class ShareLedger:
             part = self._parts.get(partition)
             if part is not None:
                 acquired = part.acquired
-                while start < len(offsets):
-                    held = acquired.get(offsets[start])
-                    if held is not None and held[1] == deadline:
-                        entry[4] = start
+                # The offsets still acquired, found by a loop in C; the first one whose lock
+                # is this entry's (not acquired again since) is the answer.
+                for index in itertools.compress(itertools.count(start), map(
+                        acquired.__contains__, itertools.islice(offsets, start, None))):
+                    if acquired[offsets[index]][1] == deadline:
+                        entry[4] = index
                         return float(deadline)
-                    start += 1
             heapq.heappop(locks)  # everything it acquired is acknowledged or acquired again
         return None
 

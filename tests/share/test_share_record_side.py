@@ -236,6 +236,31 @@ def test_locks_that_run_out_are_reported_once() -> None:
     assert ledger.next_expiry() is None
 
 
+def test_the_next_lock_skips_acknowledged_offsets_and_those_acquired_again() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 9, 1)), present=set(range(10)), now=0, lock_s=30)
+    assert ledger.acknowledge_all(P0, range(5), AcknowledgeType.ACCEPT) == 5
+    assert ledger.next_expiry() == 30  # offsets 5-9 are still held under the first lock
+    ledger.acknowledge_all(P0, range(5, 10), AcknowledgeType.RELEASE)
+    ledger.answered(ledger.take().token)
+    ledger.acquire(P0, _ranges((7, 7, 2)), present={7}, now=10, lock_s=30)
+    # 7 is held again, under the second answer's lock: the first lock no longer counts.
+    assert ledger.next_expiry() == 40
+    assert ledger.expire(39) == {} and ledger.expire(40) == {P0: [7]}
+
+
+def test_an_answer_overlapping_offsets_in_flight_delivers_only_the_new_ones() -> None:
+    ledger = ShareLedger()
+    got = ledger.acquire(P0, _ranges((0, 499, 3)), present=set(range(500)), now=0, lock_s=30)
+    assert got.deliver == dict.fromkeys(range(500), 3) and got.gaps == []
+    ledger.acknowledge_all(P0, range(500), AcknowledgeType.ACCEPT)
+    sent = ledger.take()  # the acceptances are on their way, not answered
+    again = ledger.acquire(P0, _ranges((499, 501, 3)), present={499, 500, 501}, now=1,
+                           lock_s=30)
+    assert again.deliver == {500: 3, 501: 3} and again.duplicates == 1
+    ledger.answered(sent.token)
+
+
 def test_dropped_offsets_are_forgotten_unacknowledged() -> None:
     ledger = ShareLedger()
     ledger.acquire(P2, _ranges((0, 4, 1)), present=set(range(5)), now=0, lock_s=30)
