@@ -8,7 +8,8 @@ before the import) and the consumer group (bench/group.py: join, first
 record, leave, kill, consume none/snappy with CPU and peak RSS, best of the rounds, idle CPU
 and RSS), groupkit against aiokafka, confluent-kafka and kafka-python on the same input in the
 same run, then the sticky assignors at scale (bench/assignment.py: unequal subscriptions
-fresh, one member leaving a million-partition group; groupkit's pure Python path and
+fresh, one member leaving a million-partition group, and the classic leader's whole step
+around the assignor on that leave; groupkit's pure Python path and
 kafka-python's sticky within a time limit beside them, the Java client's published figures
 printed under the table), the rebalance of a member joining a busy group of 16 under each
 group protocol, classic and consumer (KIP-848), on confluent-kafka's mock cluster

@@ -29,7 +29,8 @@ stayed). ``groupkit-py`` is groupkit with GROUPKIT_NO_NATIVE=1 (the pure Python 
 1,999 Subscriptions, the assignor, the leader's checks, encoding 1,999 Assignments), each
 member's bytes as groupkit's runtime sends them on its rejoin (``sticky``: the assignor's user
 data, no owned partitions under EAGER; ``cooperative-sticky``: owned partitions, generation 1).
-With --profile N it prints that step's cProfile table.
+With --steps it also prints each part's CPU time (timing wrappers around what ``assign`` calls),
+with --profile N that step's cProfile table. ``make bench`` shows it as "leader large ... leave".
 """
 
 from __future__ import annotations
@@ -256,10 +257,53 @@ def leader_members(name: str, case: str) -> tuple[object, list]:
     return leader, members
 
 
-def leader_worker(name: str, case: str, profile: int = 0) -> None:
+#: What ``ConsumerProtocol.assign`` calls, by the names its module has had: each one's CPU
+#: time is summed under its step with --steps (the assignor's own ``assign`` is "assignor").
+LEADER_STEPS = {
+    "decode_subscription": "decode",
+    "SubscriptionDecoder": "decode",
+    "_check_exclusive": "checks",
+    "_current_owners": "checks",
+    "validate_cooperative": "checks",
+    "_checked_by_number": "checks",
+    "encode_assignment": "encode",
+}
+
+
+def timed_steps(leader: object) -> dict[str, float]:
+    """Wrap what ``leader.assign`` calls (see LEADER_STEPS) to sum each step's CPU time."""
+    import functools
+
+    from groupkit.group import consumer_protocol
+
+    spent: dict[str, float] = {}
+
+    def timing(step: str, call):  # type: ignore[no-untyped-def]
+        @functools.wraps(call)
+        def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
+            start = time.process_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent[step] = spent.get(step, 0.0) + time.process_time() - start
+        return timed
+
+    for attr, step in LEADER_STEPS.items():
+        value = getattr(consumer_protocol, attr, None)
+        if isinstance(value, type):
+            value.decode = timing(step, value.decode)  # type: ignore[attr-defined]
+        elif value is not None:
+            setattr(consumer_protocol, attr, timing(step, value))
+    assignor = leader.assignors[0]  # type: ignore[attr-defined]
+    assignor.assign = timing("assignor", assignor.assign)
+    return spent
+
+
+def leader_worker(name: str, case: str, profile: int = 0, steps: bool = False) -> None:
     """One timing of ``ConsumerProtocol.assign`` on the leave (see --leader); prints a JSON line,
     or with ``profile`` the cProfile table of that step."""
     leader, members = leader_members(name, case)
+    spent = timed_steps(leader) if steps else {}
     if profile:
         import cProfile
         import pstats
@@ -280,6 +324,7 @@ def leader_worker(name: str, case: str, profile: int = 0) -> None:
     for member_id in sorted(result):
         digest.update(member_id.encode() + b"\0" + result[member_id])
     out["sha256"] = digest.hexdigest()[:16]
+    out.update({f"{step}_cpu": seconds for step, seconds in spent.items()})
     print(json.dumps(out), flush=True)
 
 
@@ -288,6 +333,9 @@ def measure(impl: str, name: str, case: str, limit: float | None) -> dict:
     command = [sys.executable, __file__, "--worker", impl, name, case]
     if impl.startswith("leader-"):
         command = [sys.executable, __file__, "--leader-worker", name, case]
+        if impl.endswith("-steps"):
+            command.append("--steps")
+            impl = impl[: -len("-steps")]
         impl = impl[len("leader-"):]
     env = dict(os.environ)
     if impl == "groupkit-py":
@@ -317,7 +365,9 @@ def measure_best(impl: str, name: str, case: str, repeat: int, limit: float | No
     runs = [measure(impl, name, case, limit) for _ in range(repeat)]
     best = dict(runs[0])
     spread = []
-    for key in ("fresh_s", "leave_s", "fresh_cpu", "leave_cpu"):
+    timed = ["fresh_s", "leave_s", "fresh_cpu", "leave_cpu"]
+    timed += sorted({k for r in runs for k in r if k.endswith("_cpu") and k not in timed})
+    for key in timed:
         times = [r[key] for r in runs if key in r]
         if times:
             best[key] = min(times)
@@ -347,7 +397,8 @@ BENCH_ROWS = [
 
 def rows(repeat: int = 3, peer_limit: float = 60.0) -> list[Row]:
     """``make bench``'s assignor rows: best of ``repeat`` groupkit runs, the pure Python path
-    once, and kafka-python's sticky once within ``peer_limit`` seconds (none for cooperative)."""
+    once, and kafka-python's sticky once within ``peer_limit`` seconds (none for cooperative);
+    then the leader's whole step on the large leave (``ConsumerProtocol.assign``, --leader)."""
     out = []
     for case, name, key in BENCH_ROWS:
         ours = measure_best("groupkit", name, case, repeat, None)
@@ -361,6 +412,15 @@ def rows(repeat: int = 3, peer_limit: float = 60.0) -> list[Row]:
         notes = [ours.get("note", ""), f"CPU {cpu:.3f} s" if cpu is not None else ""]
         notes += [f"{impl}: {run['note']}" for impl, run in runs.items() if run.get("note")]
         print(f"  assign {case} {name} {what}: {'; '.join(n for n in notes if n)}", flush=True)
+    for name in ("sticky", "cooperative-sticky"):
+        # The leader's whole step on the same leave (--leader): groupkit and its Python path.
+        ours = measure_best("leader-groupkit", name, "large", repeat, None)
+        python = measure("leader-groupkit-py", name, "large", None)
+        label = f"leader large {name} leave"
+        out.append(Row(label, "s", ours.get("leave_s"), {"groupkit-py": python.get("leave_s")}, False))
+        cpu = ours.get("leave_cpu")
+        notes = [ours.get("note", ""), f"CPU {cpu:.3f} s" if cpu is not None else ""]
+        print(f"  {label}: {'; '.join(n for n in notes if n)}", flush=True)
     return out
 
 
@@ -374,11 +434,17 @@ def leader_table(args: argparse.Namespace) -> None:
           f"{'bytes':>11}  sha256 of the result, note")
     for name in args.assignors.split(","):
         for impl in ["groupkit"] + (["groupkit-py"] if args.python else []):
-            result = measure_best(f"leader-{impl}", name, "large", args.repeat, None)
+            which = f"leader-{impl}" + ("-steps" if args.steps else "")
+            result = measure_best(which, name, "large", args.repeat, None)
             print(f"{'leader large leave':<30}{name:<19}{impl:<13}{cell(result, 'leave_s', '8.3f')}"
                   f"{cell(result, 'leave_cpu', '8.3f')}{cell(result, 'peak_mb', '9.1f')}"
                   f"{cell(result, 'bytes', '11d')}  {result.get('sha256', '-')} "
                   f"{result.get('note', '')}", flush=True)
+            if args.steps:
+                runs = ", ".join(f"{step} {result[f'{step}_cpu']:.3f}"
+                                 for step in ("decode", "assignor", "checks", "encode")
+                                 if f"{step}_cpu" in result)
+                print(f"{'':<30}CPU s per step (least of the runs): {runs}", flush=True)
 
 
 def main() -> None:
@@ -396,6 +462,8 @@ def main() -> None:
                         help="print cProfile's top N entries of each groupkit assignment instead")
     parser.add_argument("--leader", action="store_true",
                         help="time ConsumerProtocol.assign on the large leave instead (see above)")
+    parser.add_argument("--steps", action="store_true",
+                        help="with --leader: also each step's CPU time (runs with timing wrappers)")
     parser.add_argument("--worker", nargs=3, metavar=("IMPL", "ASSIGNOR", "CASE"), help=argparse.SUPPRESS)
     parser.add_argument("--leader-worker", nargs=2, metavar=("ASSIGNOR", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -403,7 +471,7 @@ def main() -> None:
         worker(*args.worker)
         return
     if args.leader_worker:
-        leader_worker(*args.leader_worker)
+        leader_worker(*args.leader_worker, steps=args.steps)
         return
     if args.leader:
         leader_table(args)
