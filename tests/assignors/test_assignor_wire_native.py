@@ -199,3 +199,38 @@ def test_the_python_path_is_chosen_with_the_python_loops():
         assert SubscriptionDecoder()._reader is None
     assert SubscriptionDecoder()._reader is not None
     assert SubscriptionDecoder(native=False)._reader is None
+
+
+def test_a_reader_keeps_many_names_apart():
+    # Past the name table's first size (64 names): every name is found again, none mixed up.
+    read = reader()
+    names = [f"topic-{i:04d}-é" if i % 3 else f"t{i}" for i in range(700)]
+    for step in (1, 7):
+        members = [Subscription(names[k::step], owned_partitions=[(names[(k * 13) % 700], [k, 0])])
+                   for k in range(20)]
+        for sub in members:
+            data = sub.encode()
+            assert read.read(data) == read_subscription(data)
+
+
+def test_reading_and_encoding_keep_nothing_behind():
+    # The same bytes read and an assignment encoded 2,000 times: the memory in use stays put
+    # (a lost reference per call would leave an object, some 50 bytes or more, behind each time).
+    import tracemalloc
+
+    read = reader()
+    data = Subscription(["a", "b"], b"u", [("a", [1, 70_000]), ("b", [2])], 3, "r").encode()
+    assignment = MemberAssignment([TP("b", 1), TP("a", 2)], b"x")
+    bad = data[:-1]
+    tracemalloc.start()
+    try:
+        for _ in range(2):  # the first round fills what the reader keeps (names, small ids)
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(2_000):
+                read.read(data)
+                read.read(bad)
+                encode_assignment(assignment, 3)
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 20_000
