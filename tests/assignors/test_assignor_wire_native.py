@@ -1,6 +1,7 @@
 """A leader's consumer protocol codec in C (assignors._native: SubscriptionReader,
-encode_assignment) against its Python twin in assignors.wire, on the same bytes and values:
-the same results, and malformed bytes or values only Python handles raising the same error."""
+encode_assignment) and the Python SubscriptionReader against the generic Python path in
+assignors.wire, on the same bytes and values: the same results, and malformed bytes or values
+only Python handles raising the same error."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given, strategies as st
 
-from assignors import MemberAssignment, TopicPartition, sticky_loops
+from assignors import MemberAssignment, TopicPartition, sticky_loops, wire
 from assignors.wire import (
     SubscriptionDecoder,
     decode_assignment,
@@ -21,10 +22,15 @@ from assignors.wire import (
 from groupkit.errors import CorruptFrame
 from groupkit.protocol.consumer import Subscription
 
-pytestmark = pytest.mark.skipif(
+needs_native = pytest.mark.skipif(
     sticky_loops.NATIVE is None, reason="the assignors C extension is not built"
 )
 TP = TopicPartition
+#: The readers, each made fresh per use: Python's, and C's when built.
+READERS = [wire.SubscriptionReader]
+if sticky_loops.MODULE is not None:
+    READERS.append(sticky_loops.MODULE.SubscriptionReader)
+each_reader = pytest.mark.parametrize("kind", READERS, ids=lambda k: k.__module__)
 NAMES = st.sampled_from(["a", "b", "topic-0001", "é", "日本", "", "z" * 300])
 topics = NAMES | st.text(max_size=8)
 int32s = st.integers(-(2**31), 2**31 - 1)
@@ -49,9 +55,8 @@ def python_codec() -> Iterator[None]:
         sticky_loops.active = saved
 
 
-def reader():  # type: ignore[no-untyped-def]
-    assert sticky_loops.MODULE is not None
-    return sticky_loops.MODULE.SubscriptionReader(TopicPartition)
+def reader(kind=None):  # type: ignore[no-untyped-def]
+    return (kind or READERS[-1])(TopicPartition)
 
 
 def outcome(read, data: bytes):  # type: ignore[no-untyped-def]
@@ -62,10 +67,10 @@ def outcome(read, data: bytes):  # type: ignore[no-untyped-def]
         return type(exc), str(exc)
 
 
-def assert_read_alike(data: bytes) -> None:
+def assert_read_alike(data: bytes, kind: type) -> None:
     """The reader refuses (None) exactly what Python refuses, and reads the rest alike; the
     decoders, which fall back to Python on a refusal, give the same values or error."""
-    native = reader().read(data)
+    native = reader(kind).read(data)
     python = outcome(read_subscription, data)
     if native is None:
         assert python[0] is CorruptFrame
@@ -81,12 +86,13 @@ def both_decoders(data: bytes) -> tuple[object, object]:
     return native, python
 
 
+@each_reader
 @given(sub=subscriptions, version=st.integers(0, 5), extra=st.binary(max_size=6))
-def test_reader_gives_the_python_parts_for_every_version(sub, version, extra):
+def test_reader_gives_the_python_parts_for_every_version(kind, sub, version, extra):
     data = sub.encode(min(version, 3))
     if version > 3:  # a newer member: its v3 prefix, then fields this leader does not know
         data = struct.pack(">h", version) + data[2:] + extra
-    parts = reader().read(data)
+    parts = reader(kind).read(data)
     assert parts == read_subscription(data)
     owned = [TP(t, p) for t, ps in sub.owned_partitions for p in ps] if version >= 1 else []
     assert parts[2] == tuple(owned) and all(type(tp) is TP for tp in parts[2])
@@ -94,18 +100,20 @@ def test_reader_gives_the_python_parts_for_every_version(sub, version, extra):
     assert native == python
 
 
+@each_reader
 @given(sub=subscriptions, version=st.integers(0, 3))
-def test_every_truncation_is_refused_by_both_with_the_python_error(sub, version):
+def test_every_truncation_is_refused_by_both_with_the_python_error(kind, sub, version):
     data = sub.encode(version)
     for cut in range(len(data)):
-        assert_read_alike(data[:cut])
+        assert_read_alike(data[:cut], kind)
     with pytest.raises(CorruptFrame):
         SubscriptionDecoder().decode(data[:-1])
 
 
+@each_reader
 @given(st.binary(max_size=90))
-def test_any_bytes_read_alike(data):
-    assert_read_alike(data)
+def test_any_bytes_read_alike(kind, data):
+    assert_read_alike(data, kind)
 
 
 @pytest.mark.parametrize(
@@ -124,18 +132,24 @@ def test_any_bytes_read_alike(data):
         struct.pack(">hiiiih", 3, 0, -1, 0, 5, 2) + b"\xffr",  # rack not UTF-8
     ],
 )
-def test_malformed_bytes_raise_the_same_named_error(data):
-    assert reader().read(data) is None
+@each_reader
+def test_malformed_bytes_raise_the_same_named_error(kind, data):
+    assert reader(kind).read(data) is None
     native, python = both_decoders(data)
     assert python[0] is CorruptFrame
     assert native == python
 
 
-def test_members_with_the_same_topics_share_one_tuple_and_names():
-    read = reader()
+@each_reader
+def test_members_with_the_same_topics_share_one_tuple_and_names(kind):
+    read = reader(kind)
     first = read.read(Subscription(["a", "b"], owned_partitions=[("b", [1, 2])]).encode())
+    other = read.read(Subscription(["b"]).encode())
     second = read.read(Subscription(["a", "b"], owned_partitions=[("a", [0])]).encode())
-    assert first[0] is second[0]
+    assert first[0] is second[0] and other[0] == ("b",) and other[0][0] is first[0][1]
+    # The same list twice in a row (the usual case), then what follows it, read alike.
+    data = Subscription(["a", "b"], b"u", [("a", [0])], 4, "r").encode()
+    assert read.read(data) == read.read(data) == read_subscription(data)
     assert first[2][0].topic is first[0][1] and second[2][0].topic is first[0][0]
     # Python's own values, without the sharing.
     assert read_subscription(Subscription(["a", "b"]).encode())[0] is not first[0]
@@ -157,6 +171,7 @@ def both_encoders(assignment: MemberAssignment, version: int) -> tuple[object, o
     return native, python
 
 
+@needs_native
 @given(parts=partitions, user_data=st.binary(max_size=12), version=st.integers(0, 3))
 def test_encoded_assignments_are_the_python_bytes(parts, user_data, version):
     assignment = MemberAssignment(parts, user_data)
@@ -166,6 +181,7 @@ def test_encoded_assignments_are_the_python_bytes(parts, user_data, version):
     assert sorted(decode_assignment(native).partitions) == sorted(parts)
 
 
+@needs_native
 @pytest.mark.parametrize(
     ("parts", "user_data", "version"),
     [
@@ -186,6 +202,7 @@ def test_values_only_python_handles_give_its_result_or_error(parts, user_data, v
     assert native == python
 
 
+@needs_native
 def test_equal_topic_names_of_distinct_str_objects_are_one_topic():
     name = "".join(["to", "pic"])
     parts = [TP("topic", 3), TP("b", 1), TP(name, 1)]
@@ -194,16 +211,18 @@ def test_equal_topic_names_of_distinct_str_objects_are_one_topic():
     assert decode_assignment(native).partitions == (TP("b", 1), TP("topic", 1), TP("topic", 3))
 
 
+@needs_native
 def test_the_python_path_is_chosen_with_the_python_loops():
     with python_codec():
-        assert SubscriptionDecoder()._reader is None
-    assert SubscriptionDecoder()._reader is not None
-    assert SubscriptionDecoder(native=False)._reader is None
+        assert type(SubscriptionDecoder()._reader) is wire.SubscriptionReader
+    assert type(SubscriptionDecoder()._reader) is not wire.SubscriptionReader
+    assert type(SubscriptionDecoder(native=False)._reader) is wire.SubscriptionReader
 
 
-def test_a_reader_keeps_many_names_apart():
+@each_reader
+def test_a_reader_keeps_many_names_apart(kind):
     # Past the name table's first size (64 names): every name is found again, none mixed up.
-    read = reader()
+    read = reader(kind)
     names = [f"topic-{i:04d}-é" if i % 3 else f"t{i}" for i in range(700)]
     for step in (1, 7):
         members = [Subscription(names[k::step], owned_partitions=[(names[(k * 13) % 700], [k, 0])])
@@ -213,6 +232,7 @@ def test_a_reader_keeps_many_names_apart():
             assert read.read(data) == read_subscription(data)
 
 
+@needs_native
 def test_reading_and_encoding_keep_nothing_behind():
     # The same bytes read and an assignment encoded 2,000 times: the memory in use stays put
     # (a lost reference per call would leave an object, some 50 bytes or more, behind each time).
