@@ -311,6 +311,9 @@ class _Plan:
         for name, fw, _ in self.regular:
             fw(w, getattr(obj, name))
         if self.flexible:
+            if not self.tagged and not obj.unknown_tags:
+                w.uvarint(0)  # no tagged fields: the common case, without building a table
+                return
             entries: dict[int, bytes] = dict(obj.unknown_tags)
             for tag, (name, fw, _, default) in self.tagged.items():
                 value = getattr(obj, name)
