@@ -49,7 +49,12 @@ from groupkit.protocol.messages.share_fetch import (
 from groupkit.protocol.schema import Request
 from groupkit.runtime.bell import Bell
 from groupkit.runtime.cluster import Cluster
-from groupkit.runtime.share_records import ShareBatch, ShareConsumerRecord, read_share_answer
+from groupkit.runtime.share_records import (
+    ShareBatch,
+    ShareConsumerRecord,
+    offset_of,
+    read_share_answer,
+)
 from groupkit.share import (
     AcknowledgeType,
     FetchSettings,
@@ -207,7 +212,7 @@ class ShareFetcher:
                     offsets = delivered.get(batch.partition)
                     if offsets is None:
                         offsets = delivered[batch.partition] = []
-                    offsets.extend([r.offset for r in piece])
+                    offsets.extend(map(offset_of, piece))
                 if batch.index >= len(batch.records):
                     self._buffer.popleft()
                     if batch.error is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import operator
 import struct
 from typing import ClassVar, cast
 
@@ -41,6 +42,8 @@ class ShareConsumerRecord(ConsumerRecord):
 _LAST_DELTA_AT = 23  # a v2 batch's lastOffsetDelta (int32)
 _LAST_DELTA = struct.Struct(">i")
 _set_delivery_count = ShareConsumerRecord.__dict__["delivery_count"].__set__
+#: A record's offset, read by loops in C (``map``) over a whole answer.
+offset_of = operator.attrgetter("offset")
 
 
 @attrs.define
@@ -88,10 +91,12 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
                     first_offset=offset, last_offset=offset, delivery_count=r.delivery_count)],
                     {offset}, now, lock_s)
                 ledger.acknowledge(partition, offset, AcknowledgeType.REJECT)
-    got = ledger.acquire(partition, acquired, {r.offset for r in records}, now, lock_s)
+    got = ledger.acquire(partition, acquired, set(map(offset_of, records)), now, lock_s)
     deliver = got.deliver
-    kept = [r for r in records if r.offset in deliver] if len(deliver) != len(records) \
-        else records
+    # The answer's batches may hold records acquired by others: keep this member's, by a
+    # loop in C.
+    kept = list(itertools.compress(records, map(deliver.__contains__, map(offset_of, records)))
+                ) if len(deliver) != len(records) else records
     counts: dict[int, int] = {}
     if len(kinds := {r.delivery_count for r in acquired}) == 1:
         # The usual answer: one delivery count for every record, set by a loop in C.

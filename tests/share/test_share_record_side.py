@@ -266,3 +266,11 @@ def test_dropped_offsets_are_forgotten_unacknowledged() -> None:
     ledger.acquire(P2, _ranges((0, 4, 1)), present=set(range(5)), now=0, lock_s=30)
     ledger.drop(P2, [3, 4])
     assert ledger.held() == {P2: [0, 1, 2]} and not ledger.has_pending()
+
+
+def test_implicit_accept_takes_any_iterable_of_offsets() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 2, 1)), present={0, 1, 2}, now=0, lock_s=30)
+    assert ledger.acknowledge_all(P0, iter([2, 0, 7]), AcknowledgeType.RELEASE) == 2
+    assert ledger.take().acks == {P0: {2: ACK_RELEASE, 0: ACK_RELEASE}}
+    assert ledger.held() == {P0: [1]}
