@@ -165,6 +165,9 @@ class ShareFetcher:
     _served: int = attrs.field(init=False, default=0)
     _fetched_at_poll: dict[int, int] = attrs.field(init=False, factory=dict)
     _waiting: dict[int, list[CommitTicket]] = attrs.field(init=False, factory=dict)
+    #: The assignment and metadata ``_by_leader`` last read, and its answer.
+    _routes: tuple[frozenset[SharePartition], Any, dict[int, list[SharePartition]]] | None = \
+        attrs.field(init=False, default=None)
     _results: collections.deque[AckResult] = attrs.field(init=False, factory=collections.deque)
     _inbox: collections.deque[Callable[[float], None]] = attrs.field(
         init=False, factory=collections.deque)
@@ -366,9 +369,7 @@ class ShareFetcher:
         failed: list[tuple[int, dict[SharePartition, dict[int, int]], GroupkitError,
                            list[CommitTicket]]] = []
         with self._lock:
-            by_node: dict[int, list[SharePartition]] = {}
-            for p in self._assigned:
-                by_node.setdefault(self._leader(p), []).append(p)
+            by_node = self._by_leader()
             acks_by_node: dict[int, list[SharePartition]] = {}
             for p in self.ledger.pending_partitions():
                 acks_by_node.setdefault(self._leader(p), []).append(p)
@@ -391,6 +392,20 @@ class ShareFetcher:
             self._acks_answered(node, acks, error, tickets, now)
         for flight, request in plans:
             self._send(flight, request)
+
+    def _by_leader(self) -> dict[int, list[SharePartition]]:
+        """The assigned partitions by leader (-1: none known), worked out again only when the
+        assignment or the metadata changed (under the lock)."""
+        metadata = self.cluster.metadata
+        routes = self._routes
+        if routes is not None and routes[0] is self._assigned and routes[1] is metadata:
+            return routes[2]
+        by_node: dict[int, list[SharePartition]] = {}
+        for p in self._assigned:
+            by_node.setdefault(self._leader(p), []).append(p)
+        # With a leader unknown, each round asks again (and for a refresh, in _leader).
+        self._routes = None if -1 in by_node else (self._assigned, metadata, by_node)
+        return by_node
 
     def _plan(self, node: int, partitions: list[SharePartition], ack_parts: list[SharePartition],
               now: float, failed: list[Any]) -> tuple[_InFlight, Request] | None:
