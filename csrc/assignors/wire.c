@@ -426,8 +426,7 @@ static PyTypeObject ReaderType = {
 /* Encoding: each partition becomes a key, topic rank (name order) then id, sorted. */
 
 typedef struct {
-    PyObject *topic;          /* borrowed from the partitions */
-    const char *utf8;
+    const char *utf8;         /* kept by its str, which the partitions hold */
     Py_ssize_t size;
 } Topic;
 
@@ -438,26 +437,31 @@ compare_keys(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Sort topics[0:n] by name (insertion sort over an index array; few topics in practice, and
- * usually in order already). -1 with an exception set on failure. */
+/* Topics in name order: Python orders str by code point, and UTF-8 bytes compared as unsigned
+ * bytes (a prefix first) give that same order. */
+static int
+compare_names(const void *a, const void *b)
+{
+    const Topic *x = *(Topic *const *)a, *y = *(Topic *const *)b;
+    int c = memcmp(x->utf8, y->utf8, (size_t)(x->size < y->size ? x->size : y->size));
+    return c ? c : (x->size > y->size) - (x->size < y->size);
+}
+
+/* order[r] = the topic number of rank r in name order. -1 with an exception set on failure. */
 static int
 sort_topics(Topic *topics, Py_ssize_t *order, Py_ssize_t n)
 {
-    for (Py_ssize_t i = 0; i < n; i++)
-        order[i] = i;
-    for (Py_ssize_t i = 1; i < n; i++) {
-        Py_ssize_t k = order[i], j = i;
-        while (j > 0) {
-            int c = PyUnicode_Compare(topics[order[j - 1]].topic, topics[k].topic);
-            if (c == -1 && PyErr_Occurred())
-                return -1;
-            if (c <= 0)
-                break;
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = k;
+    Topic **sorted = PyMem_Malloc(((size_t)n + 1) * sizeof(Topic *));
+    if (sorted == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
+    for (Py_ssize_t i = 0; i < n; i++)
+        sorted[i] = &topics[i];
+    qsort(sorted, (size_t)n, sizeof(Topic *), compare_names);
+    for (Py_ssize_t r = 0; r < n; r++)
+        order[r] = sorted[r] - topics;
+    PyMem_Free(sorted);
     return 0;
 }
 
@@ -543,7 +547,7 @@ encode_assignment(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                     goto python;
                 }
                 k = ntopics++;
-                topics[k] = (Topic){topic, utf8, size};
+                topics[k] = (Topic){utf8, size};
                 PyObject *number = PyLong_FromSsize_t(k);
                 if (number == NULL || PyDict_SetItem(numbers, topic, number) < 0) {
                     Py_XDECREF(number);

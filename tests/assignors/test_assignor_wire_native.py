@@ -203,6 +203,20 @@ def test_values_only_python_handles_give_its_result_or_error(parts, user_data, v
 
 
 @needs_native
+def test_many_topics_in_any_order_come_out_in_name_order():
+    # Code point order, as Python sorts str: astral and non-ASCII names, prefixes, a NUL.
+    import random
+
+    names = [f"t{i}" for i in range(400)] + ["", "a", "a\x00", "ab", "é", "ÿ", "Ā", "日本",
+                                             "\U0001f600", "\uffff", "z" * 3]
+    parts = [TP(name, p) for name in names for p in (3, 1)]
+    random.Random(5).shuffle(parts)
+    native, python = both_encoders(MemberAssignment(parts, b"x"), 3)
+    assert native == python
+    assert [t for t, _ in decode_assignment(native).partitions[::2]] == sorted(names)
+
+
+@needs_native
 def test_equal_topic_names_of_distinct_str_objects_are_one_topic():
     name = "".join(["to", "pic"])
     parts = [TP("topic", 3), TP("b", 1), TP(name, 1)]
