@@ -456,9 +456,14 @@ sort_topics(Topic *topics, Py_ssize_t *order, Py_ssize_t n)
         PyErr_NoMemory();
         return -1;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
+    int in_order = 1;  /* as they mostly come: then no sort */
+    for (Py_ssize_t i = 0; i < n; i++) {
         sorted[i] = &topics[i];
-    qsort(sorted, (size_t)n, sizeof(Topic *), compare_names);
+        if (i && in_order && compare_names(&sorted[i - 1], &sorted[i]) > 0)
+            in_order = 0;
+    }
+    if (!in_order)
+        qsort(sorted, (size_t)n, sizeof(Topic *), compare_names);
     for (Py_ssize_t r = 0; r < n; r++)
         order[r] = sorted[r] - topics;
     PyMem_Free(sorted);
