@@ -582,9 +582,13 @@ class ShareFetcher:
                 if isinstance(response, ShareFetchResponse):
                     delivered |= self._records(p, part, now)
         self._acks_answered(node, flight.acks, None, flight.tickets, now, errors,
-                            token=flight.token, sent_at=flight.sent_at)
-        if delivered or flight.kind is _Kind.FETCH:
-            self.ready()  # a waiting poll takes the records, or asks for the next round
+                            token=flight.token, sent_at=flight.sent_at, wake=False)
+        if delivered or flight.kind is _Kind.FETCH or flight.acks:
+            # One wakeup for the whole answer: a waiting poll takes the records (or asks for
+            # the next round), a commit or the callback sees the acknowledgement results. A
+            # second ring would send the application (and through it this thread) round once
+            # more for nothing.
+            self.ready()
 
     def _records(self, p: SharePartition, part: Any, now: float) -> bool:
         if part.error_code:
@@ -613,8 +617,10 @@ class ShareFetcher:
     def _acks_answered(self, node: int, acks: dict[SharePartition, dict[int, int]],
                        error: GroupkitError | None, tickets: list[CommitTicket], now: float,
                        errors: dict[SharePartition, GroupkitError] | None = None, *,
-                       token: int | None = None, sent_at: float | None = None) -> None:
-        """Report the answer (or ``error``) to every partition's acknowledgements."""
+                       token: int | None = None, sent_at: float | None = None,
+                       wake: bool = True) -> None:
+        """Report the answer (or ``error``) to every partition's acknowledgements; ``wake``
+        False when the caller calls ``ready`` itself."""
         results = [AckResult(p, a, error or (errors or {}).get(p)) for p, a in acks.items()]
         with self._lock:
             if token is not None:
@@ -632,7 +638,7 @@ class ShareFetcher:
                     self.group_id, r.partition.topic, r.partition.partition,
                     tuple(sorted(counts.items())), "" if r.error is None else _name(r.error),
                     now - (sent_at if sent_at is not None else now)))
-        if results:
+        if results and wake:
             self.ready()
 
     def _back_off(self, node: int, now: float) -> None:

@@ -180,7 +180,8 @@ class ShareLedger:
             part = self._parts.get(key)
             if part is not None:
                 part.sent.difference_update(acks)
-                part.expired.difference_update(acks)
+                if part.expired:  # rarely: a pass over every offset otherwise
+                    part.expired.difference_update(acks)
         return taken
 
     def expire(self, now: float) -> dict[SharePartition, list[int]]:

@@ -1,0 +1,101 @@
+"""The share fetcher's rounds without a broker: where it sends each assigned partition (to its
+leader as the cluster's metadata names it now; the grouping is kept between rounds and worked
+out again when the assignment or the metadata changes; a partition without a known leader asks
+for a refresh at every round), and how often an answer wakes the application. A real
+``Cluster`` (never connected) with its metadata set by the test; answers handed to the fetcher
+as its thread gets them from a connection."""
+
+from __future__ import annotations
+
+import uuid
+
+from groupkit.config import ClientConfig
+from groupkit.protocol.messages.share_fetch import (
+    AcquiredRecords,
+    ShareFetchResponse,
+    ShareFetchResponsePartition,
+    ShareFetchResponseTopic,
+)
+from groupkit.protocol.records import encode_batch
+from groupkit.runtime.cluster import Cluster
+from groupkit.runtime.metadata import ClusterMetadata, PartitionInfo, TopicInfo
+from groupkit.runtime.share_fetcher import ShareFetcher, _InFlight, _Kind
+from groupkit.share import AcknowledgeType, FetchSettings, SharePartition, ShareSession
+
+TOPIC_ID = uuid.UUID(int=9)
+P0 = SharePartition("orders", 0, TOPIC_ID)
+P1 = SharePartition("orders", 1, TOPIC_ID)
+P2 = SharePartition("orders", 2, TOPIC_ID)
+
+
+def _metadata(*leaders: int) -> ClusterMetadata:
+    parts = {i: PartitionInfo(i, leader) for i, leader in enumerate(leaders)}
+    return ClusterMetadata(topics={"orders": TopicInfo("orders", parts, TOPIC_ID)})
+
+
+def _fetcher() -> tuple[Cluster, ShareFetcher]:
+    cluster = Cluster(ClientConfig(bootstrap_servers="127.0.0.1:9092"))
+    return cluster, ShareFetcher(cluster, "g", "m", FetchSettings())
+
+
+def _routes(fetcher: ShareFetcher) -> dict[int, set[SharePartition]]:
+    return {node: set(ps) for node, ps in fetcher._by_leader().items()}
+
+
+def test_partitions_go_to_the_leader_the_current_metadata_names() -> None:
+    cluster, fetcher = _fetcher()
+    cluster.metadata = _metadata(1, 2, 1)
+    fetcher.assign(frozenset({P0, P1, P2}))
+    assert _routes(fetcher) == {1: {P0, P2}, 2: {P1}}
+    cluster.metadata = _metadata(3, 2, 1)  # a refresh found P0's leader moved
+    assert _routes(fetcher) == {3: {P0}, 2: {P1}, 1: {P2}}
+    fetcher.assign(frozenset({P1}))
+    assert _routes(fetcher) == {2: {P1}}
+
+
+def test_a_partition_without_a_leader_asks_for_a_refresh_every_round() -> None:
+    cluster, fetcher = _fetcher()
+    cluster.metadata = _metadata(1, -1)
+    fetcher.assign(frozenset({P0, P1}))
+    for _ in range(2):
+        cluster._stale = False  # as after a refresh that still names no leader
+        assert _routes(fetcher) == {1: {P0}, -1: {P1}}
+        assert cluster.stale
+
+
+# --- wakeups -----------------------------------------------------------------------------------
+
+
+def _answer(first: int, count: int) -> ShareFetchResponse:
+    data = encode_batch([(None, b"v%d" % (first + i)) for i in range(count)], base_offset=first)
+    part = ShareFetchResponsePartition(
+        partition_index=0, error_code=0, acknowledge_error_code=0, records=data,
+        acquired_records=[AcquiredRecords(first_offset=first, last_offset=first + count - 1,
+                                          delivery_count=1)])
+    return ShareFetchResponse(
+        throttle_time_ms=0, error_code=0, acquisition_lock_timeout_ms=30_000,
+        responses=[ShareFetchResponseTopic(topic_id=TOPIC_ID, partitions=[part])],
+        node_endpoints=[])
+
+
+def _fetch_answered(fetcher: ShareFetcher, first: int, count: int) -> None:
+    """One ShareFetch to node 1 (carrying whatever acknowledgements wait) and its answer."""
+    sent = fetcher.ledger.take()
+    flight = _InFlight(_Kind.FETCH, 1, sent.token, sent.acks, {(TOPIC_ID, 0): P0}, 0.0, [])
+    fetcher._respond(flight, _answer(first, count), 0.0)
+
+
+def test_an_answer_with_records_and_acknowledgement_results_wakes_the_application_once() -> None:
+    cluster, _ = _fetcher()
+    cluster.metadata = _metadata(1)
+    rings: list[int] = []
+    fetcher = ShareFetcher(cluster, "g", "m", FetchSettings(), ready=lambda: rings.append(1))
+    fetcher._sessions[1] = ShareSession("g", "m", 1)
+    _fetch_answered(fetcher, 0, 5)
+    delivered: dict[SharePartition, list[int]] = {}
+    assert len(fetcher.take(10, delivered)) == 5 and rings == [1]
+    fetcher.acknowledge_all(delivered, AcknowledgeType.ACCEPT)
+    _fetch_answered(fetcher, 5, 5)  # carries the five acceptances, brings five records
+    assert rings == [1, 1]
+    assert fetcher.results()[0].acks == dict.fromkeys(range(5), int(AcknowledgeType.ACCEPT))
+    assert [r.offset for r in fetcher.take(10, {})] == [5, 6, 7, 8, 9]
