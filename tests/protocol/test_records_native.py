@@ -21,7 +21,7 @@ from crc32c import crc32c as packaged_crc32c
 from hypothesis import given, strategies as st
 
 import groupkit.protocol
-from groupkit.errors import CorruptFrame
+from groupkit.errors import CorruptFrame, CorruptRecordError
 from groupkit.protocol import native
 from groupkit.protocol.records import (
     TIMESTAMP_LOG_APPEND,
@@ -293,3 +293,33 @@ def test_crc32c_of_a_large_buffer_and_the_check_value() -> None:
     assert native.module.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     data = bytes(range(256)) * 4096
     assert native.module.crc32c(data) == packaged_crc32c(data)
+
+
+@pytest.mark.parametrize("which", ["c", "python"])
+@pytest.mark.parametrize("compression", [None, "zstd"])
+def test_up_to_leaves_a_batchs_later_records_undecoded(which: str,
+                                                       compression: str | None) -> None:
+    data = encode_batch([(None, b"v%d" % i) for i in range(10)], base_offset=100,
+                        compression=compression)
+    with reader(which):
+        assert [r.offset for r in decode_records(data, up_to=103)] == [100, 101, 102, 103]
+        assert decode_records(data, up_to=99) == []
+        assert len(decode_records(data, up_to=109)) == 10 == len(decode_records(data))
+
+
+@pytest.mark.parametrize("which", ["c", "python"])
+def test_up_to_keeps_every_record_at_or_before_it_when_offsets_have_holes(which: str) -> None:
+    # A compacted batch: offsets 100, 103, 104, 108 (deltas with holes).
+    kept = [Record(offset=o, timestamp=0, key=None, value=b"x") for o in (100, 103, 104, 108)]
+    data = encode_batch(kept, base_offset=100)
+    with reader(which):
+        got = [r.offset for r in decode_records(data, up_to=104)]
+    assert got[:3] == [100, 103, 104] and all(o in (100, 103, 104, 108) for o in got)
+
+
+def test_up_to_still_checks_the_whole_batchs_crc() -> None:
+    data = bytearray(encode_batch([(None, b"v%d" % i) for i in range(10)], base_offset=0))
+    data[-1] ^= 0xFF  # in the last record, past the ones wanted
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        decode_records(bytes(data), up_to=2)
+    assert [r.offset for r in decode_records(bytes(data), up_to=2, check_crc=False)] == [0, 1, 2]

@@ -233,10 +233,13 @@ def _read_headers(buf: bytes, pos: int, rec_end: int) -> tuple[list[Header], int
 
 def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | None,
                partition: int | None, check_crc: bool, max_size: int,
-               out: list[Record], make: _Make) -> tuple[int, ...]:
+               out: list[Record], make: _Make, up_to: int | None = None) -> tuple[int, ...]:
     """Decode the v2 batch at ``buf[pos:end]``, appending its records to ``out``.
 
-    Returns the batch header fields (the ``_V2`` tuple).
+    With ``up_to``, the records after the first ``up_to - base offset + 1`` are left undecoded
+    (they hold every record up to offset ``up_to``: offsets only grow by at least one a record)
+    and the end of the last one read is not checked against the batch's; the CRC still covers
+    the whole batch. Returns the batch header fields (the ``_V2`` tuple).
     """
     header = _V2.unpack_from(buf, pos)
     base_offset, _length, _epoch, _magic, crc, attrs_, _lod, base_ts, max_ts = header[:9]
@@ -259,13 +262,17 @@ def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | No
     if count < 0 or count > (rend - rpos) // _V2_MIN_RECORD:
         raise _corrupt(f"record batch claims {count} records in {rend - rpos} bytes",
                        topic, partition, base_offset)
+    whole = True
+    if up_to is not None and up_to - base_offset + 1 < count:
+        count = max(0, up_to - base_offset + 1)
+        whole = False
     try:
         last = _reader(rbuf, rpos, rend, count, base_offset, base_ts, (attrs_ >> 3) & 1, max_ts,
                        out, make)
     except (IndexError, ValueError) as exc:
         raise _corrupt(f"record batch holds a malformed record ({exc})",
                        topic, partition, base_offset) from None
-    if last != rend:
+    if whole and last != rend:
         raise _corrupt(f"record batch records end at byte {last - rpos} of {rend - rpos}",
                        topic, partition, base_offset)
     return header
