@@ -256,22 +256,23 @@ fail:
 
 PyDoc_STRVAR(read_records_doc,
 "read_records(buf, pos, end, count, base_offset, base_ts, ts_type, max_ts, out, cls,\n"
-"             topic, partition, sourced) -> int\n\n"
+"             topic, partition, sourced[, from_offset]) -> int\n\n"
 "Decode ``count`` v2 records from ``buf[pos:end]`` into ``out`` as instances of ``cls``\n"
 "(their timestamp is ``max_ts`` when ``ts_type`` is 1, log-append time); returns the end\n"
-"position. Raises ValueError on malformed records.");
+"position. Records whose offset is below ``from_offset`` are passed over by their length,\n"
+"not built. Raises ValueError on malformed records.");
 
 static PyObject *
 read_records(PyObject *module, PyObject *args)
 {
     Py_buffer view;
     Py_ssize_t pos, stop, count;
-    long long base_offset, base_ts, max_ts;
+    long long base_offset, base_ts, max_ts, from_offset = LLONG_MIN;
     int ts_type, sourced;
     PyObject *out, *cls, *topic, *partition;
-    if (!PyArg_ParseTuple(args, "y*nnnLLiLO!OOOp:read_records", &view, &pos, &stop, &count,
+    if (!PyArg_ParseTuple(args, "y*nnnLLiLO!OOOp|L:read_records", &view, &pos, &stop, &count,
                           &base_offset, &base_ts, &ts_type, &max_ts, &PyList_Type, &out, &cls,
-                          &topic, &partition, &sourced))
+                          &topic, &partition, &sourced, &from_offset))
         return NULL;
     PyObject *result = NULL, *ts_obj = NULL, *ts_type_obj = NULL;
     int64_t last_ts = 0;
@@ -319,6 +320,12 @@ read_records(PyObject *module, PyObject *args)
         p++; /* attributes: unused */
         VARINT(p, ts_delta);
         VARINT(p, offset_delta);
+        int64_t at;
+        if (from_offset != LLONG_MIN && !__builtin_add_overflow(base_offset, offset_delta, &at)
+            && at < from_offset) {
+            p = rec_end; /* not wanted: passed over unread */
+            continue;
+        }
         PyObject *headers;
         PyObject *key = nullable_bytes(&p, end, "key");
         if (key == NULL)

@@ -82,10 +82,13 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
                       lock_s: float, *, check_crcs: bool) -> Delivered:
     """Decode one partition's answer and record what it acquired in ``ledger`` (under the
     caller's lock)."""
-    # No record past the last acquired offset is delivered: a batch's records after it are
-    # left undecoded (the mock's answers carry whole batches, about twice what was acquired).
+    # No record outside the acquired offsets is delivered: a batch's records before the first
+    # and after the last are not built (the mock's answers carry whole batches, about twice
+    # what was acquired). As Java's ShareCompletedFetch, which passes over records it did not
+    # acquire and stops once every acquired offset is accounted for.
     up_to = max((r.last_offset for r in acquired), default=-1)
-    records, error, bad = _decode(partition, data or b"", check_crcs, up_to)
+    from_offset = min((r.first_offset for r in acquired), default=0)
+    records, error, bad = _decode(partition, data or b"", check_crcs, from_offset, up_to)
     for first, last in bad:
         # Java: a corrupt batch's acquired records are rejected; nobody can read them.
         for r in acquired:
@@ -116,7 +119,8 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
                      got.duplicates)
 
 
-def _decode(partition: SharePartition, data: bytes | memoryview, check_crcs: bool, up_to: int,
+def _decode(partition: SharePartition, data: bytes | memoryview, check_crcs: bool,
+            from_offset: int, up_to: int,
             ) -> tuple[list[ShareConsumerRecord], GroupkitError | None, list[tuple[int, int]]]:
     """The answer's records; on bad entries, the records of the good ones, the first error,
     and the offset range of each entry that could not be read (to its end, or to the end of
@@ -127,7 +131,7 @@ def _decode(partition: SharePartition, data: bytes | memoryview, check_crcs: boo
         with gc_paused():
             return cast("list[ShareConsumerRecord]", decode_records(
                 piece, topic=topic, partition=number, check_crc=check_crcs,
-                record_type=ShareConsumerRecord, up_to=up_to))
+                record_type=ShareConsumerRecord, from_offset=from_offset, up_to=up_to))
 
     try:
         return decode(data), None, []

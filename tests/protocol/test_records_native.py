@@ -323,3 +323,34 @@ def test_up_to_still_checks_the_whole_batchs_crc() -> None:
     with pytest.raises(CorruptRecordError, match="CRC"):
         decode_records(bytes(data), up_to=2)
     assert [r.offset for r in decode_records(bytes(data), up_to=2, check_crc=False)] == [0, 1, 2]
+
+
+@pytest.mark.parametrize("which", ["c", "python"])
+@pytest.mark.parametrize("compression", [None, "zstd"])
+def test_from_offset_passes_over_a_batchs_earlier_records(which: str,
+                                                          compression: str | None) -> None:
+    data = encode_batch([(None, b"v%d" % i, [("h", b"x")]) for i in range(10)],
+                        base_offset=100, compression=compression)
+    with reader(which):
+        got = decode_records(data, from_offset=103, up_to=105, record_type=ConsumerRecord,
+                             topic="t", partition=1)
+        assert [(r.offset, r.value, r.headers) for r in got] == [
+            (o, b"v%d" % (o - 100), [("h", b"x")]) for o in (103, 104, 105)]
+        assert decode_records(data, from_offset=110) == []
+        assert len(decode_records(data, from_offset=100)) == 10
+
+
+@pytest.mark.parametrize("which", ["c", "python"])
+def test_from_offset_with_holes_keeps_every_record_at_or_after_it(which: str) -> None:
+    kept = [Record(offset=o, timestamp=0, key=None, value=b"x") for o in (100, 103, 104, 108)]
+    data = encode_batch(kept, base_offset=100)
+    with reader(which):
+        assert [r.offset for r in decode_records(data, from_offset=101)] == [103, 104, 108]
+
+
+@pytest.mark.parametrize("which", ["c", "python"])
+def test_a_record_passed_over_still_may_not_run_past_the_batch(which: str) -> None:
+    data = bytearray(encode_batch([(None, b"v%d" % i) for i in range(3)], base_offset=0))
+    data[61] = 0x7E  # the first record's length (a zigzag varint, 63): past the records' end
+    with reader(which), pytest.raises(CorruptRecordError):
+        decode_records(bytes(data), from_offset=2, check_crc=False)

@@ -49,8 +49,10 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, base_ts: int,
-                  ts_type: int, max_ts: int, out: list[Record], make: _Make) -> int:
+                  ts_type: int, max_ts: int, out: list[Record], make: _Make,
+                  from_offset: int | None = None) -> int:
     """Decode ``count`` v2 records from ``buf[pos:end]`` into ``out``; returns the end position.
+    Records whose offset is below ``from_offset`` are passed over by their length, not built.
 
     Timestamps are ``base_ts`` plus each record's delta, or ``max_ts`` for a log-append-time
     batch. Raises IndexError or ValueError on malformed input; the caller turns them into
@@ -108,6 +110,11 @@ def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, 
             else:
                 b, pos = uvarint(buf, pos)
                 offset_delta = (b >> 1) ^ -(b & 1)
+        if from_offset is not None and base_offset + offset_delta < from_offset:
+            if rec_end > end:
+                raise ValueError("record length runs past the end of the records")
+            pos = rec_end  # not wanted: passed over unread
+            continue
         b = buf[pos]
         if b == 1:
             key = None
@@ -172,16 +179,20 @@ def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, 
 
 def _read_records_native(buf: bytes, pos: int, end: int, count: int, base_offset: int,
                          base_ts: int, ts_type: int, max_ts: int, out: list[Record],
-                         make: _Make) -> int:
+                         make: _Make, from_offset: int | None = None) -> int:
     """:func:`_read_records` in C (csrc/read.c); raises ValueError likewise."""
     assert native.module is not None
     record_cls, extra = make
+    topic = partition = None
     if extra:
         (_, topic), (_, partition) = extra
+    if from_offset is None:
         return native.module.read_records(buf, pos, end, count, base_offset, base_ts, ts_type,
-                                          max_ts, out, record_cls, topic, partition, True)
+                                          max_ts, out, record_cls, topic, partition,
+                                          bool(extra))
     return native.module.read_records(buf, pos, end, count, base_offset, base_ts, ts_type,
-                                      max_ts, out, record_cls, None, None, False)
+                                      max_ts, out, record_cls, topic, partition, bool(extra),
+                                      from_offset)
 
 
 #: The record loop in use: C when the extension is built (tests swap it to compare the two).
@@ -233,13 +244,15 @@ def _read_headers(buf: bytes, pos: int, rec_end: int) -> tuple[list[Header], int
 
 def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | None,
                partition: int | None, check_crc: bool, max_size: int,
-               out: list[Record], make: _Make, up_to: int | None = None) -> tuple[int, ...]:
+               out: list[Record], make: _Make, up_to: int | None = None,
+               from_offset: int | None = None) -> tuple[int, ...]:
     """Decode the v2 batch at ``buf[pos:end]``, appending its records to ``out``.
 
     With ``up_to``, the records after the first ``up_to - base offset + 1`` are left undecoded
     (they hold every record up to offset ``up_to``: offsets only grow by at least one a record)
     and the end of the last one read is not checked against the batch's; the CRC still covers
-    the whole batch. Returns the batch header fields (the ``_V2`` tuple).
+    the whole batch. With ``from_offset``, records below it are passed over unbuilt. Returns
+    the batch header fields (the ``_V2`` tuple).
     """
     header = _V2.unpack_from(buf, pos)
     base_offset, _length, _epoch, _magic, crc, attrs_, _lod, base_ts, max_ts = header[:9]
@@ -268,7 +281,9 @@ def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | No
         whole = False
     try:
         last = _reader(rbuf, rpos, rend, count, base_offset, base_ts, (attrs_ >> 3) & 1, max_ts,
-                       out, make)
+                       out, make) if from_offset is None or from_offset <= base_offset else \
+            _reader(rbuf, rpos, rend, count, base_offset, base_ts, (attrs_ >> 3) & 1, max_ts,
+                    out, make, from_offset)
     except (IndexError, ValueError) as exc:
         raise _corrupt(f"record batch holds a malformed record ({exc})",
                        topic, partition, base_offset) from None

@@ -27,7 +27,8 @@ _Entry = tuple[int, int, tuple[int, ...] | None, int]
 
 def _entries(data: bytes | bytearray | memoryview, topic: str | None, partition: int | None,
              check_crc: bool, max_size: int, out: list[Record], batches: bool,
-             make: _Make = _PLAIN, up_to: int | None = None) -> Iterator[_Entry]:
+             make: _Make = _PLAIN, up_to: int | None = None,
+             from_offset: int | None = None) -> Iterator[_Entry]:
     """Walk the entries of a record set, decoding each into ``out``.
 
     Yields (magic, start index in ``out``, v2 header tuple or None, compression id) per entry;
@@ -52,7 +53,7 @@ def _entries(data: bytes | bytearray | memoryview, topic: str | None, partition:
                 raise _corrupt(f"record batch length {length} is below the "
                                f"{_V2_MIN_LENGTH}-byte header", topic, partition, base_offset)
             header = _decode_v2(buf, view, pos, end, topic, partition, check_crc, max_size, out,
-                                make, up_to)
+                                make, up_to, from_offset)
             if header[5] & 0x20 and not batches:
                 del out[start:]
             yield 2, start, header, header[5] & 0x07
@@ -68,8 +69,8 @@ def _entries(data: bytes | bytearray | memoryview, topic: str | None, partition:
 def decode_records(data: bytes | bytearray | memoryview, *, topic: str | None = None,
                    partition: int | None = None, check_crc: bool = True,
                    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-                   record_type: type[Record] = Record, up_to: int | None = None
-                   ) -> list[Record]:
+                   record_type: type[Record] = Record, up_to: int | None = None,
+                   from_offset: int | None = None) -> list[Record]:
     """Every data record in a Fetch response's record set, in order, control batches skipped.
 
     Reads any mix of magic 0, 1 and 2; a partial entry at the end is dropped. ``topic`` and
@@ -81,12 +82,13 @@ def decode_records(data: bytes | bytearray | memoryview, *, topic: str | None = 
 
     ``up_to``: the caller wants no record past this offset (a share consumer, none past the
     last it acquired), so a v2 batch's records past it may be left undecoded (some may still
-    be returned).
+    be returned). ``from_offset``: likewise, a v2 batch's records below this offset are passed
+    over without being built.
     """
     out: list[Record] = []
     make = _make(record_type, topic, partition)
     for _ in _entries(data, topic, partition, check_crc, max_decompressed_size, out, False,
-                      make, up_to):
+                      make, up_to, from_offset):
         pass
     return out
 
