@@ -211,6 +211,71 @@ append_number(PyObject *out, Py_ssize_t number)
     return failed;
 }
 
+/* Calls take(ctx, n) for the number n of each (topic, partition) pair of `seq` that is in the
+ * layout, in order; owned() and mark() differ only in what they do with n. 0, or -1 with an
+ * exception set (bad_pair is the message for an item that is not a pair). */
+static int
+each_number(Numbering *self, PyObject *seq, const char *bad_pair,
+            int (*take)(void *ctx, Py_ssize_t number), void *ctx)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    PyObject *last = NULL;
+    Py_ssize_t k = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = items[i], *pair = NULL;
+        if (PyTuple_Check(item)) {
+            Py_INCREF(item);
+            pair = item;
+        }
+        else if ((pair = PySequence_Tuple(item)) == NULL) {
+            return -1;
+        }
+        if (PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(pair);
+            PyErr_SetString(PyExc_ValueError, bad_pair);
+            return -1;
+        }
+        PyObject *topic = PyTuple_GET_ITEM(pair, 0), *partition = PyTuple_GET_ITEM(pair, 1);
+        if (topic != last) {
+            PyObject *found = PyDict_GetItemWithError(self->number, topic);
+            if (found == NULL && PyErr_Occurred()) {
+                Py_DECREF(pair);
+                return -1;
+            }
+            k = found == NULL ? -1 : PyLong_AsSsize_t(found);
+            /* Compared by identity only, and only while a tuple in `seq` holds it. */
+            last = pair == item ? topic : NULL;
+        }
+        if (k >= 0) {
+            if (!PyLong_Check(partition)) {
+                Py_DECREF(pair);
+                PyErr_SetString(PyExc_TypeError, "a partition id must be an int");
+                return -1;
+            }
+            int overflow;
+            long long p = PyLong_AsLongLongAndOverflow(partition, &overflow);
+            if (p == -1 && PyErr_Occurred()) {
+                Py_DECREF(pair);
+                return -1;
+            }
+            if (!overflow && p >= 0 && p < self->starts[k + 1] - self->starts[k]
+                && take(ctx, self->starts[k] + (Py_ssize_t)p) < 0) {
+                Py_DECREF(pair);
+                return -1;
+            }
+        }
+        Py_DECREF(pair);
+    }
+    return 0;
+}
+
+static int
+take_append(void *ctx, Py_ssize_t number)
+{
+    return append_number((PyObject *)ctx, number);
+}
+
 PyDoc_STRVAR(owned_doc,
 "owned(owned, /)\n--\n\n"
 "Numbers of the (topic, partition) pairs in ``owned`` that are in the layout, in order.");
@@ -221,65 +286,26 @@ numbering_owned(Numbering *self, PyObject *arg)
     PyObject *seq = PySequence_Fast(arg, "owned partitions must be a sequence");
     if (seq == NULL)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
     PyObject *out = PyList_New(0);
-    if (out == NULL)
-        goto fail;
-    PyObject *last = NULL;
-    Py_ssize_t k = -1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = items[i], *pair = NULL;
-        if (PyTuple_Check(item)) {
-            Py_INCREF(item);
-            pair = item;
-        }
-        else if ((pair = PySequence_Tuple(item)) == NULL) {
-            goto fail;
-        }
-        if (PyTuple_GET_SIZE(pair) != 2) {
-            Py_DECREF(pair);
-            PyErr_SetString(PyExc_ValueError, "an owned partition is a (topic, partition) pair");
-            goto fail;
-        }
-        PyObject *topic = PyTuple_GET_ITEM(pair, 0);
-        PyObject *partition = PyTuple_GET_ITEM(pair, 1);
-        if (topic != last) {
-            PyObject *found = PyDict_GetItemWithError(self->number, topic);
-            if (found == NULL && PyErr_Occurred()) {
-                Py_DECREF(pair);
-                goto fail;
-            }
-            k = found == NULL ? -1 : PyLong_AsSsize_t(found);
-            /* Compared by identity only, and only while a tuple in `owned` holds it. */
-            last = pair == item ? topic : NULL;
-        }
-        if (k >= 0) {
-            if (!PyLong_Check(partition)) {
-                Py_DECREF(pair);
-                PyErr_SetString(PyExc_TypeError, "a partition id must be an int");
-                goto fail;
-            }
-            int overflow;
-            long long p = PyLong_AsLongLongAndOverflow(partition, &overflow);
-            if (p == -1 && PyErr_Occurred()) {
-                Py_DECREF(pair);
-                goto fail;
-            }
-            if (!overflow && p >= 0 && p < self->starts[k + 1] - self->starts[k]
-                && append_number(out, self->starts[k] + (Py_ssize_t)p) < 0) {
-                Py_DECREF(pair);
-                goto fail;
-            }
-        }
-        Py_DECREF(pair);
-    }
+    if (out != NULL && each_number(self, seq, "an owned partition is a (topic, partition) pair",
+                                   take_append, out) < 0)
+        Py_CLEAR(out);
     Py_DECREF(seq);
     return out;
-fail:
-    Py_XDECREF(out);
-    Py_DECREF(seq);
-    return NULL;
+}
+
+typedef struct {
+    unsigned char *taken;
+    Py_ssize_t marked;
+} Marking;
+
+static int
+take_mark(void *ctx, Py_ssize_t number)
+{
+    Marking *m = ctx;
+    m->marked += !m->taken[number];
+    m->taken[number] = 1;
+    return 0;
 }
 
 PyDoc_STRVAR(mark_doc,
@@ -302,67 +328,17 @@ numbering_mark(Numbering *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "mark(): taken is shorter than the layout");
         return NULL;
     }
-    unsigned char *taken = view.buf;
     PyObject *seq = PySequence_Fast(args[0], "partitions must be a sequence");
     if (seq == NULL) {
         PyBuffer_Release(&view);
         return NULL;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq), marked = 0;
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    PyObject *last = NULL;
-    Py_ssize_t k = -1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = items[i], *pair = NULL;
-        if (PyTuple_Check(item)) {
-            Py_INCREF(item);
-            pair = item;
-        }
-        else if ((pair = PySequence_Tuple(item)) == NULL) {
-            goto fail;
-        }
-        if (PyTuple_GET_SIZE(pair) != 2) {
-            Py_DECREF(pair);
-            PyErr_SetString(PyExc_ValueError, "a partition is a (topic, partition) pair");
-            goto fail;
-        }
-        PyObject *topic = PyTuple_GET_ITEM(pair, 0), *partition = PyTuple_GET_ITEM(pair, 1);
-        if (topic != last) {
-            PyObject *found = PyDict_GetItemWithError(self->number, topic);
-            if (found == NULL && PyErr_Occurred()) {
-                Py_DECREF(pair);
-                goto fail;
-            }
-            k = found == NULL ? -1 : PyLong_AsSsize_t(found);
-            last = pair == item ? topic : NULL;  /* as in owned() */
-        }
-        if (k >= 0) {
-            if (!PyLong_Check(partition)) {
-                Py_DECREF(pair);
-                PyErr_SetString(PyExc_TypeError, "a partition id must be an int");
-                goto fail;
-            }
-            int overflow;
-            long long p = PyLong_AsLongLongAndOverflow(partition, &overflow);
-            if (p == -1 && PyErr_Occurred()) {
-                Py_DECREF(pair);
-                goto fail;
-            }
-            if (!overflow && p >= 0 && p < self->starts[k + 1] - self->starts[k]) {
-                Py_ssize_t number = self->starts[k] + (Py_ssize_t)p;
-                marked += !taken[number];
-                taken[number] = 1;
-            }
-        }
-        Py_DECREF(pair);
-    }
+    Marking marking = {view.buf, 0};
+    int failed = each_number(self, seq, "a partition is a (topic, partition) pair",
+                             take_mark, &marking);
     Py_DECREF(seq);
     PyBuffer_Release(&view);
-    return PyLong_FromSsize_t(marked);
-fail:
-    Py_DECREF(seq);
-    PyBuffer_Release(&view);
-    return NULL;
+    return failed ? NULL : PyLong_FromSsize_t(marking.marked);
 }
 
 static inline int32_t
