@@ -89,7 +89,7 @@ class ShareConsumer:
         self._named_units: frozenset[tuple[uuid.UUID, int]] = frozenset()
         #: The records the last poll handed over, by partition (implicit: accepted next time;
         #: explicit: must all be acknowledged before the next poll).
-        self._delivered: dict[SharePartition, list[int]] = {}
+        self._delivered: dict[SharePartition, list[range]] = {}
         self._by_tp: dict[tuple[str, int], SharePartition] = {}
         self._reported: list[GroupkitError] = []
         self._fatal: GroupkitError | None = None
@@ -181,7 +181,7 @@ class ShareConsumer:
             noted = time.monotonic()
             while True:
                 self._look(fetcher, runner)
-                delivered: dict[SharePartition, list[int]] = {}
+                delivered: dict[SharePartition, list[range]] = {}
                 records = fetcher.take(self.config.max_poll_records, delivered)
                 if records:
                     self._delivered = delivered
@@ -403,9 +403,8 @@ class ShareConsumer:
             return
         deadline = time.monotonic() + timeout
         if self.config.explicit and self._delivered:
-            held = {p: [o for o in offsets if fetcher.ledger.is_held(p, o)]
-                    for p, offsets in self._delivered.items()}
-            fetcher.acknowledge_all(held, AcknowledgeType.RELEASE)
+            # Only what is still held and unacknowledged is released.
+            fetcher.acknowledge_all(self._delivered, AcknowledgeType.RELEASE)
         self._settle_last_poll(commit=True)
         self._delivered = {}
         fetcher.release_buffered()

@@ -52,7 +52,6 @@ from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.share_records import (
     ShareBatch,
     ShareConsumerRecord,
-    offset_of,
     read_share_answer,
 )
 from groupkit.share import (
@@ -200,10 +199,11 @@ class ShareFetcher:
     def assigned(self) -> frozenset[SharePartition]:
         return self._assigned
 
-    def take(self, max_records: int, delivered: dict[SharePartition, list[int]]
+    def take(self, max_records: int, delivered: dict[SharePartition, list[range]]
              ) -> list[ShareConsumerRecord]:
         """Up to ``max_records`` buffered records (their offsets added to ``delivered``, by
-        partition); when there are none, asks the leaders with nothing buffered for more.
+        partition, as runs); when there are none, asks the leaders with nothing buffered for
+        more.
         Raises a corrupt batch's error once the records before it are handed over."""
         out: list[ShareConsumerRecord] = []
         with self._lock:
@@ -215,7 +215,7 @@ class ShareFetcher:
                     offsets = delivered.get(batch.partition)
                     if offsets is None:
                         offsets = delivered[batch.partition] = []
-                    offsets.extend(map(offset_of, piece))
+                    offsets.extend(batch.offsets(piece))
                 if batch.index >= len(batch.records):
                     self._buffer.popleft()
                     if batch.error is not None:
@@ -232,16 +232,19 @@ class ShareFetcher:
         with self._lock:
             self.ledger.acknowledge(partition, offset, ack_type)
 
-    def acknowledge_all(self, delivered: dict[SharePartition, list[int]], ack_type: int) -> None:
-        """Acknowledge whatever of ``delivered`` is still unacknowledged (implicit mode)."""
+    def acknowledge_all(self, delivered: dict[SharePartition, list[range]],
+                        ack_type: int) -> None:
+        """Acknowledge whatever of ``delivered`` (runs of offsets, by partition, as ``take``
+        gives them) is still unacknowledged (implicit mode; and close)."""
         with self._lock:
-            for partition, offsets in delivered.items():
-                self.ledger.acknowledge_all(partition, offsets, ack_type)
+            for partition, runs in delivered.items():
+                for offsets in runs:
+                    self.ledger.acknowledge_all(partition, offsets, ack_type)
 
-    def unacknowledged(self, delivered: dict[SharePartition, list[int]]) -> int:
+    def unacknowledged(self, delivered: dict[SharePartition, list[range]]) -> int:
         """How many of ``delivered`` are still acquired and unacknowledged."""
         with self._lock:
-            return sum(1 for p, offsets in delivered.items() for o in offsets
+            return sum(1 for p, runs in delivered.items() for offsets in runs for o in offsets
                        if self.ledger.is_held(p, o))
 
     def commit(self) -> CommitTicket:

@@ -55,6 +55,8 @@ class ShareBatch:
     index: int = 0
     #: Raised by the poll that reaches the end of ``records`` (a corrupt batch after them).
     error: GroupkitError | None = None
+    #: Whether the records' offsets follow one another with no hole (in offset order).
+    contiguous: bool = False
 
     @property
     def done(self) -> bool:
@@ -64,6 +66,13 @@ class ShareBatch:
         piece = self.records[self.index:self.index + want]
         self.index += len(piece)
         return piece
+
+    def offsets(self, piece: list[ShareConsumerRecord]) -> list[range]:
+        """The offsets of ``piece`` (taken from this batch) as runs: one range when the batch
+        is contiguous, else one per record."""
+        if self.contiguous:
+            return [range(piece[0].offset, piece[-1].offset + 1)]
+        return [range(o, o + 1) for o in map(offset_of, piece)]
 
 
 @attrs.frozen
@@ -97,14 +106,22 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
                     first_offset=offset, last_offset=offset, delivery_count=r.delivery_count)],
                     {offset}, now, lock_s)
                 ledger.acknowledge(partition, offset, AcknowledgeType.REJECT)
-    got = ledger.acquire(partition, acquired, set(map(offset_of, records)), now, lock_s)
+    # One acquired range with a record at every offset (the usual answer): the ledger keeps
+    # it as a run, and no set of the records' offsets is made.
+    whole = len(acquired) == 1 and not bad and len(records) == up_to - from_offset + 1
+    got = ledger.acquire(partition, acquired, None if whole else set(map(offset_of, records)),
+                         now, lock_s)
     deliver = got.deliver
     # The answer's batches may hold records acquired by others: keep this member's, by a
     # loop in C.
-    kept = list(itertools.compress(records, map(deliver.__contains__, map(offset_of, records)))
-                ) if len(deliver) != len(records) else records
+    if len(deliver) == len(records):
+        kept = records
+    else:
+        wanted = deliver.singles if not deliver.runs else set(deliver)
+        kept = list(itertools.compress(records, map(wanted.__contains__,
+                                                    map(offset_of, records))))
     counts: dict[int, int] = {}
-    if len(kinds := {r.delivery_count for r in acquired}) == 1:
+    if len(kinds := deliver.counts()) == 1:
         # The usual answer: one delivery count for every record, set by a loop in C.
         count = kinds.pop()
         collections.deque(map(_set_delivery_count, kept, itertools.repeat(count)), maxlen=0)
@@ -115,7 +132,10 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
             count = deliver[record.offset]
             _set_delivery_count(record, count)
             counts[count] = counts.get(count, 0) + 1
-    return Delivered(ShareBatch(partition, kept, error=error), counts, len(got.gaps),
+    # Offsets one after another, as polls take them: a poll's piece of this batch is a range.
+    contiguous = not kept or kept[-1].offset - kept[0].offset + 1 == len(kept)
+    return Delivered(ShareBatch(partition, kept, error=error, contiguous=contiguous), counts,
+                     len(got.gaps),
                      got.duplicates)
 
 

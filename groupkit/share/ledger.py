@@ -15,10 +15,11 @@ with its lock; nothing here reads a clock (``now`` comes in).
 
 from __future__ import annotations
 
+import bisect
 import collections
 import heapq
 import itertools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -31,8 +32,14 @@ from groupkit.share.session import SharePartition
 
 @attrs.define
 class _Partition:
-    #: offset -> (delivery count, lock deadline): given to this member, not acknowledged yet.
+    #: offset -> (delivery count, lock deadline): given to this member, not acknowledged yet,
+    #: offset by offset (an answer that was not one clean run, or what is left of a run).
     acquired: dict[int, tuple[int, float]] = attrs.field(factory=dict)
+    #: The same kept as whole runs, [first, last, delivery count, lock deadline], none of
+    #: their offsets in ``acquired``: an answer's acquired range, with every record present and
+    #: none held already, stays one run until polls accept it (from its start, as they take
+    #: records), so an answer and a poll cost a few steps instead of a few per record.
+    runs: list[list[Any]] = attrs.field(factory=list)
     #: offset -> acknowledgement type id: acknowledged, not sent yet.
     acknowledged: dict[int, int] = attrs.field(factory=dict)
     #: Offsets sent and not answered yet (an offset acquired again meanwhile is a duplicate).
@@ -40,13 +47,138 @@ class _Partition:
     #: Offsets whose lock was seen to run out while unacknowledged (counted once each).
     expired: set[int] = attrs.field(factory=set)
 
+    def lookup(self, offset: int) -> tuple[int, float] | None:
+        """The delivery count and deadline of an acquired, unacknowledged offset."""
+        held = self.acquired.get(offset)
+        if held is None:
+            for run in self.runs:
+                if run[0] <= offset <= run[1]:
+                    return run[2], run[3]
+        return held
+
+    def overlaps(self, first: int, last: int) -> bool:
+        return any(run[0] <= last and first <= run[1] for run in self.runs)
+
+    def cut(self, first: int, last: int) -> list[tuple[int, int]]:
+        """Take the offsets ``first``..``last`` out of the runs; the (first, last) pieces
+        taken."""
+        taken: list[tuple[int, int]] = []
+        kept: list[list[Any]] = []
+        for run in self.runs:
+            a, b = run[0], run[1]
+            if b < first or last < a:
+                kept.append(run)
+                continue
+            taken.append((max(a, first), min(b, last)))
+            if a < first:
+                kept.append([a, first - 1, run[2], run[3]])
+            if last < b:
+                kept.append([last + 1, b, run[2], run[3]])
+        if taken:
+            self.runs = kept
+        return taken
+
+    def spread(self, first: int, last: int) -> None:
+        """Move the runs' offsets within ``first``..``last`` to ``acquired`` (offset by offset,
+        for the rare steps that look at each)."""
+        for run in [r for r in self.runs if r[0] <= last and first <= r[1]]:
+            self.runs.remove(run)
+            self.acquired.update(dict.fromkeys(range(run[0], run[1] + 1), (run[2], run[3])))
+
+    def first_held(self, offsets: Sequence[int], start: int, deadline: float) -> int | None:
+        """The index (from ``start``) of the first of ``offsets`` (sorted) still held under
+        the lock running out at ``deadline``."""
+        best: int | None = None
+        for run in self.runs:
+            if run[3] == deadline:
+                index = bisect.bisect_left(offsets, run[0], start)
+                if index < len(offsets) and offsets[index] <= run[1] \
+                        and (best is None or index < best):
+                    best = index
+        acquired = self.acquired
+        if acquired:
+            # The offsets still acquired one by one, found by a loop in C.
+            for index in itertools.compress(itertools.count(start), map(
+                    acquired.__contains__, itertools.islice(offsets, start, best))):
+                if acquired[offsets[index]][1] == deadline:
+                    return index
+        return best
+
+    def held_under(self, offsets: Sequence[int], start: int, deadline: float) -> list[int]:
+        """Which of ``offsets[start:]`` (sorted) are still held under the lock running out at
+        ``deadline``, in order."""
+        late: list[int] = []
+        for run in self.runs:
+            if run[3] == deadline:
+                low = bisect.bisect_left(offsets, run[0], start)
+                late.extend(offsets[low:bisect.bisect_right(offsets, run[1], low)])
+        acquired = self.acquired
+        if acquired:
+            late.extend(o for o in itertools.islice(offsets, start, None)
+                        if (held := acquired.get(o)) is not None and held[1] == deadline)
+        return sorted(late)
+
+    def held_count(self) -> int:
+        return len(self.acquired) + sum(run[1] - run[0] + 1 for run in self.runs)
+
+
+class Delivering(Mapping[int, int]):
+    """The offsets an answer delivers, offset -> delivery count: whole runs (first, last,
+    count) and single offsets, without a dictionary entry per record for the runs."""
+
+    __slots__ = ("_runs", "_singles", "_size")
+
+    def __init__(self, runs: list[tuple[int, int, int]], singles: dict[int, int]) -> None:
+        self._runs = runs
+        self._singles = singles
+        self._size = len(singles) + sum(b - a + 1 for a, b, _ in runs)
+
+    @property
+    def runs(self) -> list[tuple[int, int, int]]:
+        return self._runs
+
+    @property
+    def singles(self) -> dict[int, int]:
+        return self._singles
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __contains__(self, offset: object) -> bool:
+        if offset in self._singles:
+            return True
+        return isinstance(offset, int) and any(a <= offset <= b for a, b, _ in self._runs)
+
+    def __getitem__(self, offset: int) -> int:
+        count = self._singles.get(offset)
+        if count is not None:
+            return count
+        for a, b, count in self._runs:
+            if a <= offset <= b:
+                return count
+        raise KeyError(offset)
+
+    def __iter__(self) -> Iterator[int]:
+        if not self._singles and len(self._runs) == 1:
+            a, b, _ = self._runs[0]
+            return iter(range(a, b + 1))
+        every = list(self._singles)
+        for a, b, _ in self._runs:
+            every.extend(range(a, b + 1))
+        return iter(sorted(every))
+
+    def counts(self) -> set[int]:
+        """The delivery counts among the offsets."""
+        return {c for _, _, c in self._runs} | set(self._singles.values())
+
 
 @attrs.frozen
 class Acquired:
-    """What one partition's answer gave: the offsets to deliver (offset -> delivery count, in
-    offset order), the gaps acknowledged at once, and offsets the member already held."""
+    """What one partition's answer gave: the offsets to deliver (offset -> delivery count;
+    in offset order when iterated), the gaps acknowledged at once, and offsets the member
+    already held."""
 
-    deliver: dict[int, int]
+    deliver: Delivering
     gaps: list[int]
     duplicates: int
 
@@ -73,23 +205,37 @@ class ShareLedger:
     _tokens: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
 
     def acquire(self, partition: SharePartition, ranges: Iterable[AcquiredRecords],
-                present: set[int], now: float, lock_s: float) -> Acquired:
+                present: set[int] | None, now: float, lock_s: float) -> Acquired:
         """Record what a ShareFetch answer acquired for ``partition``: ``ranges`` from the
-        answer, ``present`` the offsets of its data records. The lock runs out ``lock_s``
-        seconds after ``now`` (the answer's acquisition_lock_timeout_ms)."""
+        answer, ``present`` the offsets of its data records (None: every acquired offset has
+        one). The lock runs out ``lock_s`` seconds after ``now`` (the answer's
+        acquisition_lock_timeout_ms)."""
         part = self._parts.get(partition)
         if part is None:
             part = self._parts[partition] = _Partition()
-        deliver: dict[int, int] = {}
+        runs: list[tuple[int, int, int]] = []
+        singles: dict[int, int] = {}
         gaps: list[int] = []
         duplicates = 0
         deadline = now + lock_s
         acquired, acknowledged, sent = part.acquired, part.acknowledged, part.sent
         for r in ranges:
-            span = range(r.first_offset, r.last_offset + 1)
-            count = r.delivery_count
-            if not (sent.isdisjoint(span) and acknowledged.keys().isdisjoint(span)
-                    and acquired.keys().isdisjoint(span)):  # looked at by loops in C
+            first, last, count = r.first_offset, r.last_offset, r.delivery_count
+            span = range(first, last + 1)
+            # Loops in C, each skipped when there is nothing to look through.
+            clear = not (sent and not sent.isdisjoint(span)) \
+                and not (acknowledged and not acknowledged.keys().isdisjoint(span)) \
+                and not (acquired and not acquired.keys().isdisjoint(span)) \
+                and not part.overlaps(first, last)
+            if clear and (present is None or present.issuperset(span)):
+                # The usual answer: a new run, every record there.
+                part.runs.append([first, last, count, deadline])
+                if part.expired:
+                    part.expired.difference_update(span)
+                runs.append((first, last, count))
+                continue
+            part.spread(first, last)
+            if not clear:
                 # Kafka gives an offset to a member once per delivery; an answer that names
                 # one this member still holds is not a new delivery.
                 held = [o for o in span if o in sent or o in acknowledged
@@ -98,54 +244,75 @@ class ShareLedger:
                     duplicates += len(held)
                     skip = set(held)
                     span = [o for o in span if o not in skip]  # type: ignore[assignment]
-            new = span if present.issuperset(span) else [o for o in span if o in present]
+            new = span if present is None or present.issuperset(span) \
+                else [o for o in span if o in present]
             if len(new) != len(span):
-                missing = [o for o in span if o not in present]
+                missing = [o for o in span if o not in present]  # type: ignore[operator]
                 gaps.extend(missing)
                 acknowledged.update(dict.fromkeys(missing, GAP))
             if new:
                 acquired.update(dict.fromkeys(new, (count, deadline)))
                 if part.expired:
                     part.expired.difference_update(new)
-                deliver.update(dict.fromkeys(new, count))
+                singles.update(dict.fromkeys(new, count))
+        deliver = Delivering(runs, singles)
         if deliver:
-            order = sorted(deliver)
+            order: Sequence[int]
+            if not singles and len(runs) == 1:
+                order = range(runs[0][0], runs[0][1] + 1)
+            else:
+                order = list(deliver)
             heapq.heappush(self._locks, [deadline, next(self._seq), partition, order, 0])
-            if list(deliver) != order:
-                deliver = {o: deliver[o] for o in order}
         return Acquired(deliver, gaps, duplicates)
 
     def acknowledge(self, partition: SharePartition, offset: int, ack_type: int) -> None:
         """The application acknowledged one record; IllegalStateError when this member does not
         hold it (never delivered, or its acknowledgement already sent)."""
         part = self._parts.get(partition)
-        if part is None or (offset not in part.acquired and offset not in part.acknowledged):
+        if part is None or (part.acquired.pop(offset, None) is None
+                            and not part.cut(offset, offset)
+                            and offset not in part.acknowledged):
             raise IllegalStateError(
                 f"record {partition.topic}-{partition.partition}@{offset} cannot be"
                 " acknowledged: it was not delivered to this consumer, or its acknowledgement"
                 " was already sent (commit_sync, commit_async or the next poll)")
-        part.acquired.pop(offset, None)
         part.acknowledged[offset] = int(ack_type)
 
     def acknowledge_all(self, partition: SharePartition, offsets: Iterable[int],
                         ack_type: int) -> int:
         """Acknowledge every offset of ``offsets`` this member still holds unacknowledged (the
-        implicit mode's accept of a poll's records); how many it acknowledged."""
+        implicit mode's accept of a poll's records); how many it acknowledged. A ``range``
+        (what a poll took of one answer) is taken out of the runs in one step."""
         part = self._parts.get(partition)
         if part is None:
             return 0
+        kind = int(ack_type)
+        acknowledged = part.acknowledged
+        if isinstance(offsets, range) and offsets.step == 1:
+            given: Sequence[int] = offsets
+            done = 0
+            if offsets:
+                for a, b in part.cut(offsets[0], offsets[-1]):
+                    acknowledged.update(dict.fromkeys(range(a, b + 1), kind))
+                    done += b - a + 1
+        else:
+            given = offsets if isinstance(offsets, list) else list(offsets)
+            done = 0
+            if given and part.runs:
+                part.spread(min(given), max(given))
         acquired = part.acquired
-        given = offsets if isinstance(offsets, list) else list(offsets)
-        # By loops in C: a poll's records are accepted in one go.
-        held = list(itertools.compress(given, map(acquired.__contains__, given)))
-        collections.deque(map(acquired.__delitem__, held), maxlen=0)
-        part.acknowledged.update(dict.fromkeys(held, int(ack_type)))
-        return len(held)
+        if acquired:
+            # By loops in C: a poll's records are accepted in one go.
+            held = list(itertools.compress(given, map(acquired.__contains__, given)))
+            collections.deque(map(acquired.__delitem__, held), maxlen=0)
+            acknowledged.update(dict.fromkeys(held, kind))
+            done += len(held)
+        return done
 
     def is_held(self, partition: SharePartition, offset: int) -> bool:
         """Whether the record is acquired and not yet acknowledged."""
         part = self._parts.get(partition)
-        return part is not None and offset in part.acquired
+        return part is not None and part.lookup(offset) is not None
 
     def has_pending(self, partitions: Iterable[SharePartition] | None = None) -> bool:
         """Whether acknowledgements wait to be sent (for ``partitions``, or any)."""
@@ -194,9 +361,8 @@ class ShareLedger:
             part = self._parts.get(partition)
             if part is None:
                 continue
-            late = [o for o in offsets[start:]
-                    if (held := part.acquired.get(o)) is not None and held[1] == deadline
-                    and o not in part.expired]
+            late = [o for o in part.held_under(offsets, start, deadline)
+                    if o not in part.expired]
             if late:
                 part.expired.update(late)
                 out.setdefault(partition, []).extend(late)
@@ -210,14 +376,12 @@ class ShareLedger:
             deadline, _, partition, offsets, start = entry
             part = self._parts.get(partition)
             if part is not None:
-                acquired = part.acquired
-                # The offsets still acquired, found by a loop in C; the first one whose lock
-                # is this entry's (not acquired again since) is the answer.
-                for index in itertools.compress(itertools.count(start), map(
-                        acquired.__contains__, itertools.islice(offsets, start, None))):
-                    if acquired[offsets[index]][1] == deadline:
-                        entry[4] = index
-                        return float(deadline)
+                # The first offset still held under this entry's lock (not acknowledged, not
+                # acquired again since) makes it the answer.
+                index = part.first_held(offsets, start, deadline)
+                if index is not None:
+                    entry[4] = index
+                    return float(deadline)
             heapq.heappop(locks)  # everything it acquired is acknowledged or acquired again
         return None
 
@@ -225,8 +389,15 @@ class ShareLedger:
              ) -> dict[SharePartition, list[int]]:
         """The offsets acquired and not acknowledged, by partition."""
         keys = list(self._parts) if partitions is None else list(partitions)
-        return {k: sorted(p.acquired) for k in keys
-                if (p := self._parts.get(k)) is not None and p.acquired}
+        out: dict[SharePartition, list[int]] = {}
+        for k in keys:
+            p = self._parts.get(k)
+            if p is not None and (p.acquired or p.runs):
+                every = list(p.acquired)
+                for run in p.runs:
+                    every.extend(range(run[0], run[1] + 1))
+                out[k] = sorted(every)
+        return out
 
     def drop(self, partition: SharePartition, offsets: Iterable[int]) -> None:
         """Forget acquired offsets without acknowledging them (records the application never
@@ -234,10 +405,11 @@ class ShareLedger:
         part = self._parts.get(partition)
         if part is not None:
             for offset in offsets:
-                part.acquired.pop(offset, None)
+                if part.acquired.pop(offset, None) is None:
+                    part.cut(offset, offset)
 
     def counts(self) -> Mapping[str, int]:
         """Sizes for logs and tests: acquired, acknowledged (unsent) and sent offsets."""
-        return {"acquired": sum(len(p.acquired) for p in self._parts.values()),
+        return {"acquired": sum(p.held_count() for p in self._parts.values()),
                 "acknowledged": sum(len(p.acknowledged) for p in self._parts.values()),
                 "sent": sum(len(p.sent) for p in self._parts.values())}

@@ -92,7 +92,7 @@ def test_an_answer_with_records_and_acknowledgement_results_wakes_the_applicatio
     fetcher = ShareFetcher(cluster, "g", "m", FetchSettings(), ready=lambda: rings.append(1))
     fetcher._sessions[1] = ShareSession("g", "m", 1)
     _fetch_answered(fetcher, 0, 5)
-    delivered: dict[SharePartition, list[int]] = {}
+    delivered: dict[SharePartition, list[range]] = {}
     assert len(fetcher.take(10, delivered)) == 5 and rings == [1]
     fetcher.acknowledge_all(delivered, AcknowledgeType.ACCEPT)
     _fetch_answered(fetcher, 5, 5)  # carries the five acceptances, brings five records

@@ -274,3 +274,45 @@ def test_implicit_accept_takes_any_iterable_of_offsets() -> None:
     assert ledger.acknowledge_all(P0, iter([2, 0, 7]), AcknowledgeType.RELEASE) == 2
     assert ledger.take().acks == {P0: {2: ACK_RELEASE, 0: ACK_RELEASE}}
     assert ledger.held() == {P0: [1]}
+
+
+# --- the ledger's runs: an answer's clean acquired range kept whole --------------------------
+
+
+def test_an_explicit_acknowledgement_inside_a_run_keeps_both_sides_under_its_lock() -> None:
+    ledger = ShareLedger()
+    got = ledger.acquire(P0, _ranges((10, 19, 1)), present=None, now=0, lock_s=30)
+    assert list(got.deliver) == list(range(10, 20)) and 15 in got.deliver and 20 not in got.deliver
+    ledger.acknowledge(P0, 15, AcknowledgeType.REJECT)
+    assert ledger.is_held(P0, 14) and not ledger.is_held(P0, 15) and ledger.is_held(P0, 16)
+    assert ledger.acknowledge_all(P0, range(10, 13), AcknowledgeType.ACCEPT) == 3
+    assert ledger.held() == {P0: [13, 14, 16, 17, 18, 19]}
+    assert ledger.counts() == {"acquired": 6, "acknowledged": 4, "sent": 0}
+    assert ledger.next_expiry() == 30
+    assert ledger.expire(30) == {P0: [13, 14, 16, 17, 18, 19]}
+    assert ledger.take().acks == {P0: {10: ACK_ACCEPT, 11: ACK_ACCEPT, 12: ACK_ACCEPT,
+                                       15: ACK_REJECT}}
+
+
+def test_a_redelivery_of_an_offset_held_in_a_run_is_delivered_under_its_new_lock() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 4, 1)), present=None, now=0, lock_s=30)
+    again = ledger.acquire(P0, _ranges((2, 3, 2), (4, 4, 1)), present={2, 3, 4}, now=10,
+                           lock_s=30)
+    assert again.deliver == {2: 2, 3: 2} and again.duplicates == 1  # 4: the same delivery
+    ledger.acknowledge_all(P0, range(0, 2), AcknowledgeType.ACCEPT)
+    ledger.acknowledge(P0, 4, AcknowledgeType.ACCEPT)
+    assert ledger.next_expiry() == 40  # only 2 and 3 are left, under the second lock
+    assert ledger.expire(40) == {P0: [2, 3]}
+
+
+def test_an_implicit_accept_across_runs_and_single_offsets() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 2, 1)), present={0, 2}, now=0, lock_s=30)  # 1: a gap
+    ledger.acquire(P0, _ranges((3, 5, 1)), present=None, now=0, lock_s=30)
+    assert ledger.acknowledge_all(P0, range(0, 5), AcknowledgeType.ACCEPT) == 4
+    assert ledger.take().acks == {P0: {1: ACK_GAP, 0: ACK_ACCEPT, 2: ACK_ACCEPT, 3: ACK_ACCEPT,
+                                       4: ACK_ACCEPT}}
+    assert ledger.held() == {P0: [5]}
+    assert ledger.acknowledge_all(P0, [5, 9], AcknowledgeType.RELEASE) == 1
+    assert ledger.held() == {}
