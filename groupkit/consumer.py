@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -57,22 +58,24 @@ from groupkit.hooks import (
 from groupkit.runtime.bell import Bell
 from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.connection import BrokerConnection
-from groupkit.runtime.fetched import ConsumerRecord
-from groupkit.runtime.fetcher import Fetcher
 from groupkit.runtime.group_runner import GroupRunner
 from groupkit.runtime.metadata import ClusterMetadata
-from groupkit.runtime.offsets import CommitCallback, OffsetStore
 from groupkit.runtime.pattern_watch import PatternWatch, compile_pattern
 from groupkit.values import ConsumerGroupMetadata, OffsetAndMetadata
 
 if TYPE_CHECKING:
     from groupkit.group.kip848 import SubscriptionHolder
+    from groupkit.runtime.fetched import ConsumerRecord
+    from groupkit.runtime.fetcher import Fetcher
+    from groupkit.runtime.offsets import CommitCallback, OffsetStore
 
 __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 
 log = logging.getLogger(__name__)
 
 _GROUP_PURPOSE = "group"
+#: The fetch side's entry module: loaded once a consumer first fetches (see ``_fetch_side``).
+_FETCH_SIDE = "groupkit.runtime.fetcher"
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -109,6 +112,46 @@ _CALLBACK_EVENTS: dict[str, type[PartitionsAssigned | PartitionsRevoked | Partit
     "on_partitions_revoked": PartitionsRevoked,
     "on_partitions_lost": PartitionsLost,
 }
+
+
+def _fetch_side() -> tuple[type[Fetcher], type[OffsetStore]]:
+    """The fetcher's and the offset store's classes, imported at their first use.
+
+    They bring the Fetch, ListOffsets, OffsetFetch and OffsetCommit schemas and the record
+    readers, about a quarter of what importing this module once cost, none of which a member
+    needs before its first assignment: a fresh process sends its JoinGroup that much sooner.
+    ``_preload_fetch_side`` loads them meanwhile, while the coordinator holds the join.
+    """
+    from groupkit.runtime.fetcher import Fetcher
+    from groupkit.runtime.offsets import OffsetStore
+
+    return Fetcher, OffsetStore
+
+
+def _preload_fetch_side() -> None:
+    """Import the fetch side on a thread that would otherwise wait for the broker (see
+    ``Consumer._joining``), so the first assignment finds it loaded.
+
+    Python's per-module import locks let the application thread import the same modules at
+    the same time (it then waits for this import to finish). A failure is not this thread's
+    to report: the module is left unloaded, and the use imports it again and raises the error
+    on the application's thread, as an eager import would have at construction."""
+    if _FETCH_SIDE in sys.modules:
+        return
+    try:
+        _fetch_side()
+    except Exception as exc:
+        log.debug("preloading the fetch side failed (%r); it is imported again at its use", exc)
+
+
+def __getattr__(name: str) -> Any:
+    # ConsumerRecord is this module's (``__all__``), but it lives with the fetch side, which
+    # loads at first use (``_fetch_side``): PEP 562 gives it on request.
+    if name == "ConsumerRecord":
+        from groupkit.runtime.fetched import ConsumerRecord
+
+        return ConsumerRecord
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ConsumerRebalanceListener:
@@ -158,11 +201,11 @@ class Consumer:
         #: Set by ``wakeup()`` (any thread or a signal handler); the next look of a poll clears
         #: it and raises WakeupError.
         self._woken = False
-        self._offsets = OffsetStore(self._cluster, self.config, lambda: self._runner, self.hooks,
-                                    wakeup=self._bell.ring)
-        self._fetcher = Fetcher(self._cluster, self.config, self._offsets, self.hooks,
-                                wakeup=self._bell.ring)
-        self._fetcher.start()
+        #: The offset store and the fetcher (with its thread), built at their first use
+        #: (``_build_fetch_side``): a subscribing member's first assignment, ``assign()``, or
+        #: any method that needs them. Until then no partition is this consumer's.
+        self._offsets_built: OffsetStore | None = None
+        self._fetcher_built: Fetcher | None = None
         self._protocol: ConsumerProtocol | None = None
         #: A classic-protocol pattern subscription's matcher (``subscribe(pattern=...)``).
         self._pattern_watch: PatternWatch | None = None
@@ -180,6 +223,28 @@ class Consumer:
         self._next_auto_commit = time.monotonic() + self.config.auto_commit_interval_ms / 1000
         #: The longest a poll waits before it notes itself as a poll again (see ``poll``).
         self._keepalive_s = self.config.max_poll_interval_ms / 2000
+
+    @property
+    def _offsets(self) -> OffsetStore:
+        offsets = self._offsets_built
+        return offsets if offsets is not None else self._build_fetch_side()[1]
+
+    @property
+    def _fetcher(self) -> Fetcher:
+        fetcher = self._fetcher_built
+        return fetcher if fetcher is not None else self._build_fetch_side()[0]
+
+    def _build_fetch_side(self) -> tuple[Fetcher, OffsetStore]:
+        """Build the offset store and the fetcher, and start the fetcher's thread (the
+        application's thread only: every caller is inside a public method)."""
+        fetcher_class, store_class = _fetch_side()
+        offsets = store_class(self._cluster, self.config, lambda: self._runner, self.hooks,
+                              wakeup=self._bell.ring)
+        fetcher = fetcher_class(self._cluster, self.config, offsets, self.hooks,
+                                wakeup=self._bell.ring)
+        fetcher.start()
+        self._offsets_built, self._fetcher_built = offsets, fetcher
+        return fetcher, offsets
 
     # --- membership ----------------------------------------------------------------------------
 
@@ -265,7 +330,7 @@ class Consumer:
             group_instance_id=c.group_instance_id, client_rack=c.client_rack,
             leave_group_on_close=c.sends_leave_on_close)
         machine: MemberMachine
-        joining: Callable[[], None] = _nothing
+        joining: Callable[[], None] = _preload_in_background
         if c.group_protocol == "consumer":
             # KIP-848: the coordinator assigns; the member only says what it subscribes to.
             # Imported here: a classic member (the default) does not load that machine.
@@ -380,10 +445,13 @@ class Consumer:
                                   " returned stay buffered for the next poll")
             if self._group_news or self._fatal is not None:
                 self._handle_group_events()
-            self._offsets.run_callbacks()
+            # Until the fetch side is built nothing is assigned and no commit was made.
+            offsets, fetcher = self._offsets_built, self._fetcher_built
+            if offsets is not None:
+                offsets.run_callbacks()
             if auto_commit:
                 self._maybe_auto_commit(deadline)
-            records = self._fetcher.take(self.config.max_poll_records)
+            records = fetcher.take(self.config.max_poll_records) if fetcher is not None else []
             if records:
                 if self.hooks:
                     self._polled(len(records))
@@ -426,7 +494,9 @@ class Consumer:
         """One Polled event per poll (never one per record), with what it handed over from
         each partition: counted as handed over, so counters are exact at every scrape.
         Positions and log ends reach the hooks from the fetcher thread. Only with hooks."""
-        emit(self.hooks, Polled(self.config.group_id, count, self._fetcher.handed()))
+        fetcher = self._fetcher_built
+        emit(self.hooks, Polled(self.config.group_id, count,
+                                fetcher.handed() if fetcher is not None else ()))
 
     def _callback(self, name: str, partitions: set[TopicPartition]) -> None:
         """Call the listener's ``name`` and report it (with its duration) to the hooks."""
@@ -671,9 +741,12 @@ class Consumer:
             self._closed = True
             if self._runner is not None:
                 self._runner.stop(max(0.0, min(1.0, deadline - time.monotonic())))
-            self._fetcher.close(max(0.0, min(1.0, deadline - time.monotonic())))
+            fetcher, offsets = self._fetcher_built, self._offsets_built
+            if fetcher is not None:
+                fetcher.close(max(0.0, min(1.0, deadline - time.monotonic())))
             self._cluster.close()
-            self._offsets.run_callbacks()
+            if offsets is not None:
+                offsets.run_callbacks()
 
     def _close_group(self, deadline: float) -> None:
         assert self._runner is not None
@@ -727,7 +800,8 @@ class Consumer:
         return self.config.default_api_timeout_ms / 1000 if timeout is None else timeout
 
     def _joining(self) -> None:
-        """A JoinGroup went out: fetch metadata now, while the coordinator holds the join.
+        """A JoinGroup went out: fetch metadata now, while the coordinator holds the join,
+        then load the fetch side (``_preload_fetch_side``) if a first join.
 
         If this member is elected leader, its assignor then finds the metadata fresh without a
         round trip of its own, and every member waits for the leader's SyncGroup.
@@ -745,6 +819,7 @@ class Consumer:
             future.set_result(self._cluster.refresh())
         except Exception as exc:
             future.set_exception(exc)
+        _preload_fetch_side()
 
     def _cluster_view(self, topics: frozenset[str]) -> ClusterView:
         """Partition counts and replica racks for the leader's assignor, from metadata fetched
@@ -784,8 +859,12 @@ class Consumer:
         return self._cluster.connection(coordinator.node_id, purpose)
 
 
-def _nothing() -> None:
-    """A consumer-protocol member's rebalance needs no metadata of its own: the broker assigns."""
+def _preload_in_background() -> None:
+    """A consumer-protocol member's rebalance needs no metadata of its own (the broker
+    assigns): while its assignment comes, a thread of its own loads the fetch side."""
+    if _FETCH_SIDE not in sys.modules:
+        threading.Thread(target=_preload_fetch_side, daemon=True,
+                         name="groupkit-preload").start()
 
 
 def _names(partitions: Iterable[TopicPartition], limit: int = 20) -> str:

@@ -42,6 +42,7 @@ def consumer() -> Iterator[tuple[Consumer, Listener]]:
     try:
         made.subscribe(["t"], listener)
         made._assigned = {T0, T1}
+        made._build_fetch_side()  # as the assignment that gave them would have (it is lazy)
         yield made, listener
     finally:
         made.close(1)

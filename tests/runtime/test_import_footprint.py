@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from groupkit.protocol import native
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker  # noqa: F401
+from tests.support.broker_data import create_topic
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -112,3 +114,92 @@ def test_each_feature_loads_its_module_when_used() -> None:
         "available()\n")
     assert {"lz4", "ssl", "hashlib", "importlib.metadata"} <= set(loaded)
     assert "snappy" not in loaded and "zstandard" not in loaded
+
+
+#: What a subscribing member needs only once it has partitions: the fetcher and the offset
+#: store, their APIs' schemas and the record readers.
+FETCH_SIDE = ("groupkit.runtime.fetcher", "groupkit.runtime.fetch_loop",
+              "groupkit.runtime.fetched", "groupkit.runtime.offsets",
+              "groupkit.protocol.messages.fetch", "groupkit.protocol.messages.list_offsets",
+              "groupkit.protocol.messages.offset_fetch", "groupkit.protocol.messages.offset_commit",
+              "groupkit.protocol.records.reader", "groupkit.protocol.records.batch_read")
+
+
+def _fetch_side_loaded(code: str) -> list[str]:
+    probe = (f"import sys, json\n{code}\n"
+             f"print(json.dumps(sorted(m for m in {FETCH_SIDE!r} if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=ROOT, timeout=60, env={**os.environ})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_consumer_loads_its_fetch_side_at_its_first_assignment() -> None:
+    # Built, subscribed and polled (the broker unreachable, so no join): nothing of the fetch
+    # side, which was a quarter of the import a member paid before its JoinGroup could go out.
+    # The public names are the same: ConsumerRecord still comes from groupkit.consumer.
+    assert _fetch_side_loaded(
+        "from groupkit.consumer import Consumer\n"
+        "c = Consumer(bootstrap_servers='127.0.0.1:9', group_id='g')\n"
+        "c.subscribe(['t'])\n"
+        "c.poll(0.05)\n"
+        "c.close(1)\n") == []
+    assert _fetch_side_loaded(
+        "from groupkit.consumer import Consumer\n"
+        "from assignors import TopicPartition\n"
+        "c = Consumer(bootstrap_servers='127.0.0.1:9', group_id='g')\n"
+        "c.assign([TopicPartition('t', 0)])\n"
+        "c.close(1)\n") == sorted(FETCH_SIDE)
+    assert "groupkit.runtime.fetched" in _fetch_side_loaded(
+        "from groupkit.consumer import ConsumerRecord\n"
+        "import groupkit\n"
+        "assert groupkit.ConsumerRecord is ConsumerRecord\n")
+
+
+def test_a_fetch_side_that_cannot_load_fails_at_its_use_on_the_applications_thread() -> None:
+    # The import is deferred, never hidden: the first call that needs it raises the ImportError.
+    probe = (
+        "import sys\n"
+        "sys.modules['groupkit.runtime.fetcher'] = None\n"
+        "from groupkit.consumer import Consumer\n"
+        "from assignors import TopicPartition\n"
+        "c = Consumer(bootstrap_servers='127.0.0.1:9', group_id='g')\n"
+        "try:\n"
+        "    c.assign([TopicPartition('t', 0)])\n"
+        "except ImportError as exc:\n"
+        "    print('ImportError', exc)\n"
+        "c.close(1)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=ROOT, timeout=60, env={**os.environ})
+    assert out.stdout.startswith("ImportError")
+
+
+@pytest.mark.broker
+def test_a_new_member_loads_its_fetch_side_while_the_coordinator_holds_its_join(
+        kafka_broker: LocalBroker) -> None:  # noqa: F811
+    # Tansu holds a new group's JoinGroup for its initial rebalance delay (seconds); the
+    # fetch side loads meanwhile, on the metadata thread the join starts, so it is in before
+    # the JoinGroup's answer (the Joined event, on the runner thread) and the assignment.
+    topic = f"footprint-{os.getpid()}-{time.monotonic_ns()}"
+    create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    probe = (
+        "import sys, json, threading\n"
+        "from groupkit.consumer import Consumer\n"
+        "from groupkit.hooks import Joined\n"
+        "seen = []\n"
+        "joined = threading.Event()\n"
+        "def hook(event):\n"
+        "    if isinstance(event, Joined) and not joined.is_set():\n"
+        f"        seen.extend(m for m in {FETCH_SIDE!r} if m in sys.modules)\n"
+        "        joined.set()\n"
+        f"c = Consumer(bootstrap_servers={kafka_broker.bootstrap_servers!r}, group_id='g-'\n"
+        f"             + {topic!r}, session_timeout_ms=6000, heartbeat_interval_ms=500,\n"
+        "             hooks=[hook])\n"
+        f"c.subscribe([{topic!r}])\n"
+        "while not joined.is_set():\n"
+        "    c.poll(0.1)\n"
+        "    assert not c.assignment() or joined.is_set()\n"
+        "c.close(5)\n"
+        "print(json.dumps(sorted(seen)))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=ROOT, timeout=60, env={**os.environ})
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == sorted(FETCH_SIDE)
