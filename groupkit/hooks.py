@@ -4,6 +4,8 @@ A hook is any ``Callable[[Event], None]``. Hooks run on the thread where the fac
 group runner, the fetcher, a connection's reader for an idle Fetch's round trip, or the
 application thread for commits), so they must be quick. A hook
 that raises is logged and skipped; it never stops the thread that called it.
+
+The events take their repr from ``groupkit.reprs`` (attrs' text, not compiled per class).
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from groupkit.reprs import AttrsRepr
+
 log = logging.getLogger(__name__)
 
 
-@attrs.frozen
-class Joined:
+@attrs.frozen(repr=False)
+class Joined(AttrsRepr):
     """JoinGroup answered: this member is in ``generation_id`` (as leader or follower)."""
 
     group_id: str
@@ -27,8 +31,8 @@ class Joined:
     leader: bool
 
 
-@attrs.frozen
-class Synced:
+@attrs.frozen(repr=False)
+class Synced(AttrsRepr):
     """SyncGroup answered: the member holds ``partitions`` for ``generation_id``."""
 
     group_id: str
@@ -36,16 +40,16 @@ class Synced:
     partitions: int
 
 
-@attrs.frozen
-class RebalanceStarted:
+@attrs.frozen(repr=False)
+class RebalanceStarted(AttrsRepr):
     """The member began (re)joining its group; ``reason`` says why."""
 
     group_id: str
     reason: str
 
 
-@attrs.frozen
-class RebalanceFinished:
+@attrs.frozen(repr=False)
+class RebalanceFinished(AttrsRepr):
     """The member holds an assignment again, ``duration_s`` after the rebalance started."""
 
     group_id: str
@@ -53,16 +57,16 @@ class RebalanceFinished:
     duration_s: float
 
 
-@attrs.frozen
-class HeartbeatSent:
+@attrs.frozen(repr=False)
+class HeartbeatSent(AttrsRepr):
     """A Heartbeat went to the coordinator."""
 
     group_id: str
     generation_id: int
 
 
-@attrs.frozen
-class HeartbeatAnswered:
+@attrs.frozen(repr=False)
+class HeartbeatAnswered(AttrsRepr):
     """A Heartbeat came back (``error_code`` 0 when accepted) after ``latency_s``."""
 
     group_id: str
@@ -70,8 +74,8 @@ class HeartbeatAnswered:
     latency_s: float
 
 
-@attrs.frozen
-class CommitDone:
+@attrs.frozen(repr=False)
+class CommitDone(AttrsRepr):
     """An OffsetCommit of ``partitions`` partitions succeeded after ``latency_s``.
 
     ``offsets`` holds what was stored: (topic, partition, next offset to read) triples.
@@ -83,8 +87,8 @@ class CommitDone:
     offsets: tuple[tuple[str, int, int], ...] = ()
 
 
-@attrs.frozen
-class CommitFailed:
+@attrs.frozen(repr=False)
+class CommitFailed(AttrsRepr):
     """An OffsetCommit failed; ``error`` says why, ``error_type`` is the exception's class
     name (a short, fixed vocabulary, e.g. for a metric label)."""
 
@@ -94,8 +98,8 @@ class CommitFailed:
     error_type: str = "GroupkitError"
 
 
-@attrs.frozen
-class FetchCompleted:
+@attrs.frozen(repr=False)
+class FetchCompleted(AttrsRepr):
     """A Fetch came back from ``node_id`` with ``records`` records in ``size`` bytes."""
 
     node_id: int
@@ -108,8 +112,8 @@ class FetchCompleted:
 # --- membership, polling and connection facts (the metrics package is built on them) ---------
 
 
-@attrs.frozen
-class GroupRequestDone:
+@attrs.frozen(repr=False)
+class GroupRequestDone(AttrsRepr):
     """A request of the membership protocol (``api``: FindCoordinator, JoinGroup, SyncGroup,
     Heartbeat or LeaveGroup) finished after ``latency_s``.
 
@@ -124,8 +128,8 @@ class GroupRequestDone:
     latency_s: float
 
 
-@attrs.frozen
-class MemberStateChanged:
+@attrs.frozen(repr=False)
+class MemberStateChanged(AttrsRepr):
     """The member moved from state ``previous`` to ``state`` (``MemberState`` names)."""
 
     group_id: str
@@ -133,8 +137,8 @@ class MemberStateChanged:
     state: str
 
 
-@attrs.frozen
-class PartitionsAssigned:
+@attrs.frozen(repr=False)
+class PartitionsAssigned(AttrsRepr):
     """``on_partitions_assigned`` ran for ``partitions`` (newly held) and took ``callback_s``."""
 
     group_id: str
@@ -142,8 +146,8 @@ class PartitionsAssigned:
     callback_s: float
 
 
-@attrs.frozen
-class PartitionsRevoked:
+@attrs.frozen(repr=False)
+class PartitionsRevoked(AttrsRepr):
     """``partitions`` were given up in order; ``on_partitions_revoked`` took ``callback_s``."""
 
     group_id: str
@@ -151,8 +155,8 @@ class PartitionsRevoked:
     callback_s: float
 
 
-@attrs.frozen
-class PartitionsLost:
+@attrs.frozen(repr=False)
+class PartitionsLost(AttrsRepr):
     """``partitions`` were taken without a hand-over; ``on_partitions_lost`` took ``callback_s``."""
 
     group_id: str
@@ -160,8 +164,8 @@ class PartitionsLost:
     callback_s: float
 
 
-@attrs.frozen
-class PartitionProgress:
+@attrs.frozen(repr=False)
+class PartitionProgress(AttrsRepr):
     """Where one assigned partition stands.
 
     ``records``/``size``: in a ``Polled`` event, what that poll handed over from it (``size``
@@ -180,8 +184,8 @@ class PartitionProgress:
     last_timestamp_ms: int
 
 
-@attrs.frozen
-class Polled:
+@attrs.frozen(repr=False)
+class Polled(AttrsRepr):
     """``poll`` returned ``records`` records. One event per poll, never one per record.
 
     ``partitions`` has each partition this poll handed records from, with how many: the
@@ -194,8 +198,8 @@ class Polled:
     partitions: tuple[PartitionProgress, ...]
 
 
-@attrs.frozen
-class PartitionsProgressed:
+@attrs.frozen(repr=False)
+class PartitionsProgressed(AttrsRepr):
     """The position or log end of ``partitions`` changed (records handed over, a Fetch
     answered, a seek); told from the fetcher thread within 0.1 s of the change, at most ten
     times a second, also while the application does not poll."""
@@ -204,8 +208,8 @@ class PartitionsProgressed:
     partitions: tuple[PartitionProgress, ...]
 
 
-@attrs.frozen
-class Processed:
+@attrs.frozen(repr=False)
+class Processed(AttrsRepr):
     """A GroupConsumer handed one poll's ``records`` to ``process`` or ``process_batch``;
     ``failed`` of them raised; it took ``duration_s``."""
 
@@ -215,8 +219,8 @@ class Processed:
     duration_s: float
 
 
-@attrs.frozen
-class TransactionEnded:
+@attrs.frozen(repr=False)
+class TransactionEnded(AttrsRepr):
     """An exactly-once GroupConsumer ended one poll's transaction: ``committed`` (its output
     and offsets count) or aborted; it was open ``duration_s``."""
 
@@ -225,8 +229,8 @@ class TransactionEnded:
     duration_s: float
 
 
-@attrs.frozen
-class BrokerUnreachable:
+@attrs.frozen(repr=False)
+class BrokerUnreachable(AttrsRepr):
     """A connection to ``broker`` (``host:port``) failed: a connect attempt (``failures``
     attempts in a row so far, 1 at the start of an outage) or an open connection that broke
     (``failures`` 0)."""
@@ -236,8 +240,8 @@ class BrokerUnreachable:
     failures: int
 
 
-@attrs.frozen
-class BrokerRecovered:
+@attrs.frozen(repr=False)
+class BrokerRecovered(AttrsRepr):
     """A connection to ``broker`` was made after ``failures`` failed attempts over ``down_s``."""
 
     broker: str
@@ -245,8 +249,8 @@ class BrokerRecovered:
     down_s: float
 
 
-@attrs.frozen
-class TopicMissing:
+@attrs.frozen(repr=False)
+class TopicMissing(AttrsRepr):
     """A metadata answer says the tracked ``topic`` does not exist (``error``: the broker's
     error name, e.g. UNKNOWN_TOPIC_OR_PARTITION); reported at every refresh while it lasts."""
 
@@ -257,8 +261,8 @@ class TopicMissing:
 # --- share groups (KIP-932) --------------------------------------------------------------------
 
 
-@attrs.frozen
-class ShareRecordsAcquired:
+@attrs.frozen(repr=False)
+class ShareRecordsAcquired(AttrsRepr):
     """A ShareFetch answer gave this member ``records`` records of one partition.
 
     ``delivery_counts`` pairs each delivery count with how many of them had it (a count above
@@ -273,8 +277,8 @@ class ShareRecordsAcquired:
     gaps: int = 0
 
 
-@attrs.frozen
-class ShareRecordsAcknowledged:
+@attrs.frozen(repr=False)
+class ShareRecordsAcknowledged(AttrsRepr):
     """The broker answered acknowledgements of one partition: ``counts`` pairs each type name
     (ACCEPT, RELEASE, REJECT, RENEW, GAP) with its records; ``error`` is "" when they were
     applied, else the error's name (INVALID_RECORD_STATE: the records were no longer this
@@ -288,8 +292,8 @@ class ShareRecordsAcknowledged:
     latency_s: float
 
 
-@attrs.frozen
-class ShareLocksExpired:
+@attrs.frozen(repr=False)
+class ShareLocksExpired(AttrsRepr):
     """The acquisition locks of ``records`` records of one partition ran out before the
     application acknowledged them: the broker may deliver them to another member."""
 

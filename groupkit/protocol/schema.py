@@ -30,6 +30,7 @@ from groupkit.errors import (
 )
 from groupkit.protocol.primitives import NULL_UUID, Reader, Writer
 from groupkit.protocol.releases import first_release
+from groupkit.reprs import AttrsRepr
 
 WriteFn = Callable[[Writer, Any], None]
 ReadFn = Callable[[Reader], Any]
@@ -384,9 +385,13 @@ def _plan(cls: type, version: int, flexible: bool) -> _Plan:
 # --- base classes ------------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class Struct:
-    """Base of every schema struct: keeps tagged fields this version of groupkit does not know."""
+@attrs.frozen(kw_only=True, repr=False)
+class Struct(AttrsRepr):
+    """Base of every schema struct: keeps tagged fields this version of groupkit does not know.
+
+    Its repr is attrs' text made when asked for (``groupkit.reprs``): every struct class is
+    built without one compiled of its own, as ``struct`` makes them.
+    """
 
     unknown_tags: dict[int, bytes] = attrs.field(factory=dict, eq=False, repr=False)
 
@@ -395,8 +400,8 @@ class Struct:
 
 @dataclass_transform(kw_only_default=True, frozen_default=True)
 def struct(cls: type[_S]) -> type[_S]:
-    """Make a nested struct class (attrs frozen, keyword-only)."""
-    new = attrs.frozen(kw_only=True)(cls)
+    """Make a nested struct class (attrs frozen, keyword-only, with Struct's repr)."""
+    new = attrs.frozen(kw_only=True, repr=False)(cls)
     new._plans = {}
     return new
 
