@@ -54,7 +54,7 @@ def test_building_a_consumer_with_built_in_assignors_loads_none_of_them() -> Non
 #: and its tables, the hook events, the group and fetch schemas, the record readers, SASL; and
 #: the transaction APIs' schemas, which a producer that is not transactional never sends.
 NOT_FOR_A_PRODUCER = (
-    "assignors", "assignors.sticky", "assignors.sticky_data", "assignors.registry",
+    "groupkit.config.consumer", "groupkit.config.share", "groupkit.config.admin", "assignors", "assignors.sticky", "assignors.sticky_data", "assignors.registry",
     "groupkit.group.machine", "groupkit.group.states", "groupkit.group.consumer_protocol",
     "groupkit.hooks", "groupkit.protocol.messages.group", "groupkit.protocol.messages.fetch",
     "groupkit.protocol.messages.offset_commit", "groupkit.protocol.messages.offset_fetch",
@@ -84,6 +84,24 @@ def test_building_and_using_a_producer_loads_nothing_it_does_not_use(
 #: The other membership protocols and what only they send.
 OTHER_PROTOCOLS = ("groupkit.group.kip848", "groupkit.group.kip848.machine",
                    "groupkit.protocol.messages.consumer_group")
+
+
+def test_a_consumer_builds_no_other_clients_settings() -> None:
+    # One config module held every client's settings class, each costly to build at import.
+    loaded = _loaded_modules(
+        "from groupkit.consumer import Consumer\n"
+        "Consumer(bootstrap_servers='127.0.0.1:9', group_id='g').close()\n",
+        ("groupkit.config.producer", "groupkit.config.share", "groupkit.config.admin",
+         "difflib"))
+    assert loaded == []
+
+
+def _loaded_modules(code: str, modules: tuple[str, ...]) -> list[str]:
+    probe = (f"import sys, json\n{code}\n"
+             f"print(json.dumps(sorted(m for m in {modules!r} if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=ROOT, timeout=60, env={**os.environ})
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def test_a_classic_consumer_loads_no_other_membership_protocol() -> None:
