@@ -76,6 +76,8 @@ log = logging.getLogger(__name__)
 _GROUP_PURPOSE = "group"
 #: The fetch side's entry module: loaded once a consumer first fetches (see ``_fetch_side``).
 _FETCH_SIDE = "groupkit.runtime.fetcher"
+#: How long after a join begins the fetch side's preload starts (see ``_preload_fetch_side``).
+_PRELOAD_AFTER_S = 0.05
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -132,12 +134,20 @@ def _preload_fetch_side() -> None:
     """Import the fetch side on a thread that would otherwise wait for the broker (see
     ``Consumer._joining``), so the first assignment finds it loaded.
 
+    It starts ``_PRELOAD_AFTER_S`` after the join began: importing holds the GIL for tens of
+    milliseconds, and the runner thread, which connects to the coordinator and sends the
+    JoinGroup right after it calls ``joining``, would wait for the GIL at each step of that
+    (a fresh member's JoinGroup went out 20 ms later so). The coordinator holds a new group's
+    JoinGroup for its initial rebalance delay (Kafka's group.initial.rebalance.delay.ms, 3 s
+    by default) and any rebalance until the members rejoin, so the import still ends first.
+
     Python's per-module import locks let the application thread import the same modules at
     the same time (it then waits for this import to finish). A failure is not this thread's
     to report: the module is left unloaded, and the use imports it again and raises the error
     on the application's thread, as an eager import would have at construction."""
     if _FETCH_SIDE in sys.modules:
         return
+    time.sleep(_PRELOAD_AFTER_S)
     try:
         _fetch_side()
     except Exception as exc:
