@@ -47,14 +47,6 @@ from groupkit.group import (
 )
 from groupkit.group.consumer_protocol import ConsumerProtocol
 from groupkit.group.member_machine import MemberMachine
-from groupkit.hooks import (
-    Hook,
-    PartitionsAssigned,
-    PartitionsLost,
-    PartitionsRevoked,
-    Polled,
-    emit,
-)
 from groupkit.runtime.bell import Bell
 from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.connection import BrokerConnection
@@ -65,6 +57,7 @@ from groupkit.values import ConsumerGroupMetadata, OffsetAndMetadata
 
 if TYPE_CHECKING:
     from groupkit.group.kip848 import SubscriptionHolder
+    from groupkit.hooks import Hook
     from groupkit.runtime.fetched import ConsumerRecord
     from groupkit.runtime.fetcher import Fetcher
     from groupkit.runtime.offsets import CommitCallback, OffsetStore
@@ -109,11 +102,6 @@ def _one_thread(method: Callable[Concatenate[Consumer, _P], _R]
     return guarded
 
 
-_CALLBACK_EVENTS: dict[str, type[PartitionsAssigned | PartitionsRevoked | PartitionsLost]] = {
-    "on_partitions_assigned": PartitionsAssigned,
-    "on_partitions_revoked": PartitionsRevoked,
-    "on_partitions_lost": PartitionsLost,
-}
 
 
 def _fetch_side() -> tuple[type[Fetcher], type[OffsetStore]]:
@@ -504,6 +492,8 @@ class Consumer:
         """One Polled event per poll (never one per record), with what it handed over from
         each partition: counted as handed over, so counters are exact at every scrape.
         Positions and log ends reach the hooks from the fetcher thread. Only with hooks."""
+        from groupkit.hooks import Polled, emit  # the events load with the first hook's
+
         fetcher = self._fetcher_built
         emit(self.hooks, Polled(self.config.group_id, count,
                                 fetcher.handed() if fetcher is not None else ()))
@@ -515,9 +505,19 @@ class Consumer:
             _call(self._listener, name, partitions)
         finally:
             if self.hooks:
-                emit(self.hooks, _CALLBACK_EVENTS[name](
-                    self.config.group_id or "", frozenset(partitions),
-                    time.perf_counter() - started))
+                from groupkit.hooks import (
+                    PartitionsAssigned,
+                    PartitionsLost,
+                    PartitionsRevoked,
+                    emit,
+                )
+
+                kinds: dict[str, type[PartitionsAssigned | PartitionsRevoked | PartitionsLost]] = {
+                    "on_partitions_assigned": PartitionsAssigned,
+                    "on_partitions_revoked": PartitionsRevoked,
+                    "on_partitions_lost": PartitionsLost}
+                emit(self.hooks, kinds[name](self.config.group_id or "", frozenset(partitions),
+                                             time.perf_counter() - started))
 
     def _on_group_news(self) -> None:
         """The runner queued an event (on its thread): the next look takes it."""

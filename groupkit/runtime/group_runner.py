@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, TimeoutError as FutureTimeout
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -45,22 +45,14 @@ from groupkit.group import (
 )
 from groupkit.group.member_machine import MemberMachine
 from groupkit.group.outputs import GenerationJoined, Leaving, Rebalancing
-from groupkit.hooks import (
-    Event,
-    GroupRequestDone,
-    HeartbeatAnswered,
-    HeartbeatSent,
-    Hook,
-    Joined,
-    MemberStateChanged,
-    RebalanceFinished,
-    RebalanceStarted,
-    Synced,
-    emit,
-)
 from groupkit.protocol.schema import Response
 from groupkit.runtime.bell import Bell
 from groupkit.runtime.connection import BrokerConnection
+
+if TYPE_CHECKING:
+    # The events are built only for hooks, and their module loads with the first one (as
+    # the connections' do): a member without hooks never imports it.
+    from groupkit.hooks import Event, Hook
 
 log = logging.getLogger(__name__)
 
@@ -345,8 +337,11 @@ class GroupRunner:
         machine = self.machine
         state = machine.state
         if state is not self._state:
-            self._emit(MemberStateChanged(machine.config.group_id, self._state.name,
-                                          state.name))
+            if self.hooks:
+                from groupkit.hooks import MemberStateChanged
+
+                self._emit(MemberStateChanged(machine.config.group_id, self._state.name,
+                                              state.name))
             with self._lock:
                 self._state = state
                 self._rejoins_on_poll = machine.rejoins_on_poll
@@ -386,15 +381,21 @@ class GroupRunner:
         elif isinstance(out, Rebalancing):
             if self._rebalance_since is None:
                 self._rebalance_since = now
-                self._emit(RebalanceStarted(self.machine.config.group_id, out.reason))
+                if self.hooks:
+                    from groupkit.hooks import RebalanceStarted
+
+                    self._emit(RebalanceStarted(self.machine.config.group_id, out.reason))
             self._info("(re-)joining group: %s", out.reason)
             try:
                 self.joining()
             except Exception:
                 log.exception("the joining callback failed")
         elif isinstance(out, GenerationJoined):
-            self._emit(Joined(self.machine.config.group_id, out.member_id, out.generation_id,
-                              out.protocol_name, out.leader))
+            if self.hooks:
+                from groupkit.hooks import Joined
+
+                self._emit(Joined(self.machine.config.group_id, out.member_id,
+                                  out.generation_id, out.protocol_name, out.leader))
             self._info("joined %s", out.description)
         elif isinstance(out, Leaving):
             self._info("leaving group: %s", out.reason)
@@ -402,17 +403,26 @@ class GroupRunner:
             if isinstance(out, Assigned):
                 self._info("synced generation %d: %d partition(s) assigned (%s)",
                            out.generation_id, len(out.units), out.protocol_name)
-                self._emit(Synced(self.machine.config.group_id, out.generation_id,
-                                  len(out.units)))
+                if self.hooks:
+                    from groupkit.hooks import Synced
+
+                    self._emit(Synced(self.machine.config.group_id, out.generation_id,
+                                      len(out.units)))
                 if self._rebalance_since is not None:
-                    self._emit(RebalanceFinished(self.machine.config.group_id, out.generation_id,
-                                                 now - self._rebalance_since))
+                    if self.hooks:
+                        from groupkit.hooks import RebalanceFinished
+
+                        self._emit(RebalanceFinished(self.machine.config.group_id,
+                                                     out.generation_id,
+                                                     now - self._rebalance_since))
                     self._rebalance_since = None
             self._queue(out)
 
     def _send(self, out: Send, now: float) -> None:
         request = out.request
         if out.heartbeat and self.hooks:
+            from groupkit.hooks import HeartbeatSent
+
             self._emit(HeartbeatSent(self.machine.config.group_id, self.machine.generation_id))
         try:
             conn = self._route(out.destination, HEARTBEAT if out.heartbeat else COORDINATOR)
@@ -473,7 +483,9 @@ class GroupRunner:
     def _failed(self, token: int, error: BaseException, now: float) -> None:
         sent = self._sent_at.pop(token, None)
         self.machine.on_request_failed(token, error, now)
-        if sent is not None:
+        if sent is not None and self.hooks:
+            from groupkit.hooks import GroupRequestDone
+
             self._emit(GroupRequestDone(self.machine.config.group_id, _api_name(sent[1]),
                                         type(error).__name__, now - sent[0]))
 
@@ -481,6 +493,8 @@ class GroupRunner:
         sent, _, heartbeat = self._sent_at.pop(token, (now, None, False))
         self.machine.on_response(token, response, now)
         if self.hooks:
+            from groupkit.hooks import GroupRequestDone, HeartbeatAnswered
+
             group_id = self.machine.config.group_id
             code = getattr(response, "error_code", 0)
             self._emit(GroupRequestDone(group_id, _api_name(response),
@@ -497,6 +511,8 @@ class GroupRunner:
             log.exception("the wakeup callback failed")
 
     def _emit(self, event: Event) -> None:
+        from groupkit.hooks import emit
+
         emit(self.hooks, event)
 
     def _info(self, message: str, *args: object) -> None:

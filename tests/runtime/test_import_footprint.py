@@ -221,3 +221,39 @@ def test_a_new_member_loads_its_fetch_side_while_the_coordinator_holds_its_join(
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=ROOT, timeout=60, env={**os.environ})
     assert json.loads(out.stdout.strip().splitlines()[-1]) == sorted(FETCH_SIDE)
+
+
+@pytest.mark.broker
+def test_a_member_without_hooks_joins_and_syncs_without_the_hook_events(
+        kafka_broker: LocalBroker) -> None:  # noqa: F811
+    # The group runner built an event for every state change, rebalance, join, sync and
+    # answer whether or not anyone listened, so a fresh member imported all of them (25 attrs
+    # classes) before its JoinGroup could go out; built only for hooks, they load with the
+    # first hook, or with the fetch side (whose modules import them), which is looked at here
+    # as it loads: at the assignment, after the join and the sync (the preload is off).
+    topic = f"footprint-{os.getpid()}-{time.monotonic_ns()}"
+    create_topic(kafka_broker.bootstrap_servers, topic, 2)
+    probe = (
+        "import sys\n"
+        "import groupkit.consumer as module\n"
+        "seen = []\n"
+        "load = module._fetch_side\n"
+        "def looked():\n"
+        "    seen.append('groupkit.hooks' in sys.modules)\n"
+        "    return load()\n"
+        "module._fetch_side = looked\n"
+        "module._preload_fetch_side = lambda: None\n"
+        f"c = module.Consumer(bootstrap_servers={kafka_broker.bootstrap_servers!r},\n"
+        f"                    group_id='g-' + {topic!r}, session_timeout_ms=6000,\n"
+        "                    heartbeat_interval_ms=500)\n"
+        f"c.subscribe([{topic!r}])\n"
+        "for _ in range(300):\n"
+        "    c.poll(0.1)\n"
+        "    if c.assignment():\n"
+        "        break\n"
+        "assert c.assignment(), 'no assignment within 30 s'\n"
+        "c.close(5)\n"
+        "print(seen[:1])\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=ROOT, timeout=60, env={**os.environ})
+    assert out.stdout.strip().splitlines()[-1] == "[False]"
