@@ -62,6 +62,7 @@ from groupkit.share import (
     ShareSession,
     ack_batches,
 )
+from groupkit.share.offsets import OffsetRuns
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ class AckResult:
     applied when ``error`` is None, else none of them."""
 
     partition: SharePartition
-    acks: dict[int, int]
+    acks: OffsetRuns
     error: GroupkitError | None
 
 
@@ -119,7 +120,7 @@ class _InFlight:
     kind: _Kind
     node: int
     token: int
-    acks: dict[SharePartition, dict[int, int]]
+    acks: dict[SharePartition, OffsetRuns]
     partitions: dict[tuple[Any, int], SharePartition]
     sent_at: float
     tickets: list[CommitTicket]
@@ -369,7 +370,7 @@ class ShareFetcher:
 
     def _send_due(self, now: float) -> None:
         plans: list[tuple[_InFlight, Request]] = []
-        failed: list[tuple[int, dict[SharePartition, dict[int, int]], GroupkitError,
+        failed: list[tuple[int, dict[SharePartition, OffsetRuns], GroupkitError,
                            list[CommitTicket]]] = []
         with self._lock:
             by_node = self._by_leader()
@@ -471,7 +472,7 @@ class ShareFetcher:
         return any(batch.partition in mine for batch in self._buffer)
 
     def _flight(self, kind: _Kind, node: int, token: int,
-                acks: dict[SharePartition, dict[int, int]],
+                acks: dict[SharePartition, OffsetRuns],
                 partitions: dict[tuple[Any, int], SharePartition], now: float,
                 tickets: list[CommitTicket], request: Request) -> tuple[_InFlight, Request]:
         for p in acks:
@@ -617,7 +618,7 @@ class ShareFetcher:
                       self.group_id, p.topic, p.partition, got.duplicates)
         return bool(got.batch.records) or got.batch.error is not None
 
-    def _acks_answered(self, node: int, acks: dict[SharePartition, dict[int, int]],
+    def _acks_answered(self, node: int, acks: dict[SharePartition, OffsetRuns],
                        error: GroupkitError | None, tickets: list[CommitTicket], now: float,
                        errors: dict[SharePartition, GroupkitError] | None = None, *,
                        token: int | None = None, sent_at: float | None = None,
@@ -633,10 +634,8 @@ class ShareFetcher:
             ticket._answered(node, results)
         if self.hooks:
             for r in results:
-                counts: dict[str, int] = {}
-                for kind in r.acks.values():
-                    name = _TYPE_NAMES.get(kind, str(kind))
-                    counts[name] = counts.get(name, 0) + 1
+                counts = {_TYPE_NAMES.get(kind, str(kind)): n
+                          for kind, n in r.acks.tally().items()}
                 emit(self.hooks, ShareRecordsAcknowledged(
                     self.group_id, r.partition.topic, r.partition.partition,
                     tuple(sorted(counts.items())), "" if r.error is None else _name(r.error),
@@ -659,7 +658,7 @@ class ShareFetcher:
                                                len(offsets)))
 
 
-def _batches(acks: dict[SharePartition, dict[int, int]]) -> dict[SharePartition, list[Any]]:
+def _batches(acks: dict[SharePartition, OffsetRuns]) -> dict[SharePartition, list[Any]]:
     return {p: ack_batches(a) for p, a in acks.items() if a}
 
 

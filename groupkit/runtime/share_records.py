@@ -121,7 +121,7 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
         kept = list(itertools.compress(records, map(wanted.__contains__,
                                                     map(offset_of, records))))
     counts: dict[int, int] = {}
-    if len(kinds := deliver.counts()) == 1:
+    if len(kinds := deliver.distinct()) == 1:
         # The usual answer: one delivery count for every record, set by a loop in C.
         count = kinds.pop()
         collections.deque(map(_set_delivery_count, kept, itertools.repeat(count)), maxlen=0)

@@ -13,6 +13,7 @@ import enum
 from collections.abc import Mapping
 
 from groupkit.protocol.messages.share_fetch import ACK_GAP, AcknowledgementBatch
+from groupkit.share.offsets import OffsetRuns
 
 #: A run of at least this many offsets of one type gets a batch of its own (Java:
 #: ``Acknowledgements.MAX_RECORDS_WITH_SAME_ACKNOWLEDGE_TYPE``).
@@ -38,9 +39,20 @@ GAP = ACK_GAP
 
 
 def ack_batches(acks: Mapping[int, int]) -> list[AcknowledgementBatch]:
-    """The acknowledgement batches of one partition's ``acks`` (offset -> type id)."""
+    """The acknowledgement batches of one partition's ``acks`` (offset -> type id; an
+    ``OffsetRuns`` of runs alone gives a batch per run, adjacent runs of one type joined)."""
     if not acks:
         return []
+    if isinstance(acks, OffsetRuns) and not acks.singles:
+        out: list[AcknowledgementBatch] = []
+        for first, last, kind in sorted(acks.runs):
+            if out and out[-1].last_offset + 1 == first and out[-1].acknowledge_types == [kind]:
+                out[-1] = AcknowledgementBatch(first_offset=out[-1].first_offset,
+                                               last_offset=last, acknowledge_types=[kind])
+            else:
+                out.append(AcknowledgementBatch(first_offset=first, last_offset=last,
+                                                acknowledge_types=[kind]))
+        return out
     low, high = min(acks), max(acks)
     if high - low + 1 == len(acks) and len(kinds := set(acks.values())) == 1:
         # The usual case: a contiguous run all of one type (a poll's records accepted).

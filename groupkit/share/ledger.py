@@ -19,7 +19,7 @@ import bisect
 import collections
 import heapq
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -27,6 +27,7 @@ import attrs
 from groupkit.errors import IllegalStateError
 from groupkit.protocol.messages.share_fetch import AcquiredRecords
 from groupkit.share.acknowledge import GAP
+from groupkit.share.offsets import OffsetRuns
 from groupkit.share.session import SharePartition
 
 
@@ -40,10 +41,14 @@ class _Partition:
     #: none held already, stays one run until polls accept it (from its start, as they take
     #: records), so an answer and a poll cost a few steps instead of a few per record.
     runs: list[list[Any]] = attrs.field(factory=list)
-    #: offset -> acknowledgement type id: acknowledged, not sent yet.
+    #: offset -> acknowledgement type id: acknowledged, not sent yet, offset by offset.
     acknowledged: dict[int, int] = attrs.field(factory=dict)
+    #: The same for whole runs (first, last, type id), as a poll's records are accepted;
+    #: none of their offsets in ``acknowledged``.
+    ack_runs: list[tuple[int, int, int]] = attrs.field(factory=list)
     #: Offsets sent and not answered yet (an offset acquired again meanwhile is a duplicate).
-    sent: set[int] = attrs.field(factory=set)
+    #: As taken by each request (``take``), until answered.
+    sent: list[OffsetRuns] = attrs.field(factory=list)
     #: Offsets whose lock was seen to run out while unacknowledged (counted once each).
     expired: set[int] = attrs.field(factory=set)
 
@@ -118,58 +123,34 @@ class _Partition:
                         if (held := acquired.get(o)) is not None and held[1] == deadline)
         return sorted(late)
 
+    def cut_acks(self, first: int, last: int) -> bool:
+        """Take the offsets ``first``..``last`` out of the acknowledged runs; whether any
+        were there."""
+        if not any(a <= last and first <= b for a, b, _ in self.ack_runs):
+            return False
+        kept: list[tuple[int, int, int]] = []
+        for a, b, kind in self.ack_runs:
+            if b < first or last < a:
+                kept.append((a, b, kind))
+                continue
+            if a < first:
+                kept.append((a, first - 1, kind))
+            if last < b:
+                kept.append((last + 1, b, kind))
+        self.ack_runs = kept
+        return True
+
+    def spread_acks(self, first: int, last: int) -> None:
+        """Move the acknowledged runs within ``first``..``last`` to ``acknowledged``."""
+        for run in [r for r in self.ack_runs if r[0] <= last and first <= r[1]]:
+            self.ack_runs.remove(run)
+            self.acknowledged.update(dict.fromkeys(range(run[0], run[1] + 1), run[2]))
+
+    def pending(self) -> bool:
+        return bool(self.acknowledged or self.ack_runs)
+
     def held_count(self) -> int:
         return len(self.acquired) + sum(run[1] - run[0] + 1 for run in self.runs)
-
-
-class Delivering(Mapping[int, int]):
-    """The offsets an answer delivers, offset -> delivery count: whole runs (first, last,
-    count) and single offsets, without a dictionary entry per record for the runs."""
-
-    __slots__ = ("_runs", "_singles", "_size")
-
-    def __init__(self, runs: list[tuple[int, int, int]], singles: dict[int, int]) -> None:
-        self._runs = runs
-        self._singles = singles
-        self._size = len(singles) + sum(b - a + 1 for a, b, _ in runs)
-
-    @property
-    def runs(self) -> list[tuple[int, int, int]]:
-        return self._runs
-
-    @property
-    def singles(self) -> dict[int, int]:
-        return self._singles
-
-    def __len__(self) -> int:
-        return self._size
-
-    def __contains__(self, offset: object) -> bool:
-        if offset in self._singles:
-            return True
-        return isinstance(offset, int) and any(a <= offset <= b for a, b, _ in self._runs)
-
-    def __getitem__(self, offset: int) -> int:
-        count = self._singles.get(offset)
-        if count is not None:
-            return count
-        for a, b, count in self._runs:
-            if a <= offset <= b:
-                return count
-        raise KeyError(offset)
-
-    def __iter__(self) -> Iterator[int]:
-        if not self._singles and len(self._runs) == 1:
-            a, b, _ = self._runs[0]
-            return iter(range(a, b + 1))
-        every = list(self._singles)
-        for a, b, _ in self._runs:
-            every.extend(range(a, b + 1))
-        return iter(sorted(every))
-
-    def counts(self) -> set[int]:
-        """The delivery counts among the offsets."""
-        return {c for _, _, c in self._runs} | set(self._singles.values())
 
 
 @attrs.frozen
@@ -178,7 +159,7 @@ class Acquired:
     in offset order when iterated), the gaps acknowledged at once, and offsets the member
     already held."""
 
-    deliver: Delivering
+    deliver: OffsetRuns
     gaps: list[int]
     duplicates: int
 
@@ -188,7 +169,7 @@ class Sent:
     """Acknowledgements taken for one request: ``token`` names them in ``answered``."""
 
     token: int
-    acks: dict[SharePartition, dict[int, int]]
+    acks: dict[SharePartition, OffsetRuns]
 
 
 @attrs.define
@@ -201,7 +182,7 @@ class ShareLedger:
     #: offset is looked at a bounded number of times however often the deadline is asked for.
     _locks: list[list[Any]] = attrs.field(factory=list)
     _seq: itertools.count[int] = attrs.field(factory=itertools.count)
-    _sent: dict[int, dict[SharePartition, dict[int, int]]] = attrs.field(factory=dict)
+    _sent: dict[int, dict[SharePartition, OffsetRuns]] = attrs.field(factory=dict)
     _tokens: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
 
     def acquire(self, partition: SharePartition, ranges: Iterable[AcquiredRecords],
@@ -223,10 +204,11 @@ class ShareLedger:
             first, last, count = r.first_offset, r.last_offset, r.delivery_count
             span = range(first, last + 1)
             # Loops in C, each skipped when there is nothing to look through.
-            clear = not (sent and not sent.isdisjoint(span)) \
+            clear = not any(acks.overlaps(first, last) for acks in sent) \
                 and not (acknowledged and not acknowledged.keys().isdisjoint(span)) \
                 and not (acquired and not acquired.keys().isdisjoint(span)) \
-                and not part.overlaps(first, last)
+                and not part.overlaps(first, last) \
+                and not any(a <= last and first <= b for a, b, _ in part.ack_runs)
             if clear and (present is None or present.issuperset(span)):
                 # The usual answer: a new run, every record there.
                 part.runs.append([first, last, count, deadline])
@@ -235,10 +217,12 @@ class ShareLedger:
                 runs.append((first, last, count))
                 continue
             part.spread(first, last)
+            part.spread_acks(first, last)
             if not clear:
+                in_flight = set().union(*sent) if sent else set()
                 # Kafka gives an offset to a member once per delivery; an answer that names
                 # one this member still holds is not a new delivery.
-                held = [o for o in span if o in sent or o in acknowledged
+                held = [o for o in span if o in in_flight or o in acknowledged
                         or ((h := acquired.get(o)) is not None and h[0] >= count)]
                 if held:
                     duplicates += len(held)
@@ -255,7 +239,7 @@ class ShareLedger:
                 if part.expired:
                     part.expired.difference_update(new)
                 singles.update(dict.fromkeys(new, count))
-        deliver = Delivering(runs, singles)
+        deliver = OffsetRuns(runs, singles)
         if deliver:
             order: Sequence[int]
             if not singles and len(runs) == 1:
@@ -271,7 +255,8 @@ class ShareLedger:
         part = self._parts.get(partition)
         if part is None or (part.acquired.pop(offset, None) is None
                             and not part.cut(offset, offset)
-                            and offset not in part.acknowledged):
+                            and offset not in part.acknowledged
+                            and not part.cut_acks(offset, offset)):
             raise IllegalStateError(
                 f"record {partition.topic}-{partition.partition}@{offset} cannot be"
                 " acknowledged: it was not delivered to this consumer, or its acknowledgement"
@@ -293,7 +278,7 @@ class ShareLedger:
             done = 0
             if offsets:
                 for a, b in part.cut(offsets[0], offsets[-1]):
-                    acknowledged.update(dict.fromkeys(range(a, b + 1), kind))
+                    part.ack_runs.append((a, b, kind))
                     done += b - a + 1
         else:
             given = offsets if isinstance(offsets, list) else list(offsets)
@@ -317,36 +302,37 @@ class ShareLedger:
     def has_pending(self, partitions: Iterable[SharePartition] | None = None) -> bool:
         """Whether acknowledgements wait to be sent (for ``partitions``, or any)."""
         keys = self._parts.keys() if partitions is None else partitions
-        return any((p := self._parts.get(k)) is not None and p.acknowledged for k in keys)
+        return any((p := self._parts.get(k)) is not None and p.pending() for k in keys)
 
     def pending_partitions(self) -> list[SharePartition]:
         """The partitions with acknowledgements waiting to be sent."""
-        return [k for k, p in self._parts.items() if p.acknowledged]
+        return [k for k, p in self._parts.items() if p.pending()]
 
     def take(self, partitions: Iterable[SharePartition] | None = None) -> Sent:
         """Take the acknowledgements waiting for ``partitions`` (all when None) for one request."""
         token = next(self._tokens)
-        taken: dict[SharePartition, dict[int, int]] = {}
+        taken: dict[SharePartition, OffsetRuns] = {}
         keys = list(self._parts) if partitions is None else list(partitions)
         for key in keys:
             part = self._parts.get(key)
-            if part is None or not part.acknowledged:
+            if part is None or not part.pending():
                 continue
-            taken[key] = part.acknowledged
-            part.sent.update(part.acknowledged)
+            acks = taken[key] = OffsetRuns(part.ack_runs, part.acknowledged)
+            part.sent.append(acks)
             part.acknowledged = {}
+            part.ack_runs = []
         if taken:
             self._sent[token] = taken
         return Sent(token, taken)
 
-    def answered(self, token: int) -> dict[SharePartition, dict[int, int]]:
+    def answered(self, token: int) -> dict[SharePartition, OffsetRuns]:
         """The request carrying ``token`` got its answer (or failed): its acknowledgements, by
         partition, leave the ledger; the caller reports each partition's result."""
         taken = self._sent.pop(token, {})
         for key, acks in taken.items():
             part = self._parts.get(key)
             if part is not None:
-                part.sent.difference_update(acks)
+                part.sent = [a for a in part.sent if a is not acks]
                 if part.expired:  # rarely: a pass over every offset otherwise
                     part.expired.difference_update(acks)
         return taken
@@ -411,5 +397,6 @@ class ShareLedger:
     def counts(self) -> Mapping[str, int]:
         """Sizes for logs and tests: acquired, acknowledged (unsent) and sent offsets."""
         return {"acquired": sum(p.held_count() for p in self._parts.values()),
-                "acknowledged": sum(len(p.acknowledged) for p in self._parts.values()),
-                "sent": sum(len(p.sent) for p in self._parts.values())}
+                "acknowledged": sum(len(p.acknowledged) + sum(b - a + 1 for a, b, _ in p.ack_runs)
+                                    for p in self._parts.values()),
+                "sent": sum(len(a) for p in self._parts.values() for a in p.sent)}

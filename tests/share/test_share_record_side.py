@@ -25,6 +25,7 @@ from groupkit.share import (
     ack_batches,
     next_epoch,
 )
+from groupkit.share.offsets import OffsetRuns
 
 TOPIC = uuid.UUID(int=7)
 P0 = SharePartition("orders", 0, TOPIC)
@@ -316,3 +317,33 @@ def test_an_implicit_accept_across_runs_and_single_offsets() -> None:
     assert ledger.held() == {P0: [5]}
     assert ledger.acknowledge_all(P0, [5, 9], AcknowledgeType.RELEASE) == 1
     assert ledger.held() == {}
+
+
+def test_a_polls_acceptances_go_as_one_batch_and_a_changed_one_splits_it() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 499, 1)), present=None, now=0, lock_s=30)
+    ledger.acknowledge_all(P0, range(0, 300), AcknowledgeType.ACCEPT)
+    ledger.acknowledge_all(P0, range(300, 500), AcknowledgeType.ACCEPT)
+    assert ack_batches(ledger.take().acks[P0]) == [_batch(0, 499, ACK_ACCEPT)]
+    ledger.acquire(P0, _ranges((500, 599, 1)), present=None, now=0, lock_s=30)
+    ledger.acknowledge_all(P0, range(500, 600), AcknowledgeType.ACCEPT)
+    # Acquired again while its acceptance waits unsent: not a new delivery.
+    again = ledger.acquire(P0, _ranges((550, 550, 1)), present=None, now=1, lock_s=30)
+    assert again.deliver == {} and again.duplicates == 1
+    ledger.acknowledge(P0, 550, AcknowledgeType.RELEASE)  # changed before it was sent
+    acks = ledger.take().acks[P0]
+    assert acks == {**dict.fromkeys(range(500, 600), ACK_ACCEPT), 550: ACK_RELEASE}
+    assert ack_batches(acks) == [_batch(500, 549, ACK_ACCEPT),
+                                 _batch(550, 550, ACK_RELEASE),
+                                 _batch(551, 599, ACK_ACCEPT)]
+    assert ledger.counts() == {"acquired": 0, "acknowledged": 0, "sent": 600}
+
+
+def test_offset_runs_read_as_a_mapping_in_offset_order() -> None:
+    runs = OffsetRuns([(5, 7, ACK_ACCEPT), (0, 1, ACK_ACCEPT)], {3: ACK_REJECT})
+    assert list(runs) == [0, 1, 3, 5, 6, 7] and len(runs) == 6
+    assert runs == {0: 1, 1: 1, 3: 3, 5: 1, 6: 1, 7: 1} and 4 not in runs and 3 in runs
+    assert runs.tally() == {ACK_ACCEPT: 5, ACK_REJECT: 1}
+    assert runs.distinct() == {ACK_ACCEPT, ACK_REJECT}
+    with pytest.raises(KeyError):
+        runs[4]
