@@ -63,7 +63,9 @@ from groupkit.values import NO_LEADER_EPOCH, OffsetAndMetadata
 
 log = logging.getLogger(__name__)
 
-_COMMIT_PURPOSE = "commit"
+#: The connection purpose of OffsetFetch and OffsetCommit (a pool entry of their own, so a
+#: commit never queues behind a fetch or a metadata request).
+COMMIT_PURPOSE = "commit"
 #: Codes that mean "this member's generation is over": the commit is refused for good.
 _MEMBERSHIP_CODES = frozenset({
     ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.REBALANCE_IN_PROGRESS,
@@ -203,7 +205,7 @@ class OffsetStore:
                 topics=[OffsetFetchRequestTopic(name=t, partition_indexes=p)
                         for t, p in topics.items()])
         response: OffsetFetchResponse = _wait(
-            self.cluster.send(node, request, _COMMIT_PURPOSE, version, deadline=deadline),
+            self.cluster.send(node, request, COMMIT_PURPOSE, version, deadline=deadline),
             deadline)
         entries: list[tuple[str, OffsetFetchResponsePartition | OffsetFetchResponsePartitions]]
         if version >= 8:
@@ -451,7 +453,7 @@ class OffsetStore:
             group_id=self.group_id, generation_id_or_member_epoch=fence.generation_id,
             member_id=fence.member_id, group_instance_id=fence.group_instance_id,
             topics=[OffsetCommitRequestTopic(name=t, partitions=p) for t, p in by_topic.items()])
-        return self.cluster.send(node, request, _COMMIT_PURPOSE, deadline=deadline)
+        return self.cluster.send(node, request, COMMIT_PURPOSE, deadline=deadline)
 
     def _judge(self, errors: Mapping[TopicPartition, int], fence: CommitFence, attempt: int,
                deadline: float) -> float | None:

@@ -192,35 +192,44 @@ def test_a_fetch_side_that_cannot_load_fails_at_its_use_on_the_applications_thre
 
 
 @pytest.mark.broker
-def test_a_new_member_loads_its_fetch_side_while_the_coordinator_holds_its_join(
+def test_a_new_member_prepares_its_first_fetch_while_the_coordinator_holds_its_join(
         kafka_broker: LocalBroker) -> None:  # noqa: F811
     # Tansu holds a new group's JoinGroup for its initial rebalance delay (seconds); the
-    # fetch side loads meanwhile, on the metadata thread the join starts, so it is in before
-    # the JoinGroup's answer (the Joined event, on the runner thread) and the assignment.
+    # fetch side loads meanwhile, on the metadata thread the join starts, and the connections
+    # of the first fetch open (the committed offsets' to the coordinator, the leader's fetch
+    # connection), so all is in before the JoinGroup's answer (the Joined event, on the
+    # runner thread) and the assignment.
     topic = f"footprint-{os.getpid()}-{time.monotonic_ns()}"
     create_topic(kafka_broker.bootstrap_servers, topic, 1)
     probe = (
         "import sys, json, threading\n"
         "from groupkit.consumer import Consumer\n"
         "from groupkit.hooks import Joined\n"
+        "from groupkit.runtime.cluster import FETCH\n"
         "seen = []\n"
         "joined = threading.Event()\n"
         "def hook(event):\n"
         "    if isinstance(event, Joined) and not joined.is_set():\n"
         f"        seen.extend(m for m in {FETCH_SIDE!r} if m in sys.modules)\n"
+        "        from groupkit.runtime.offsets import COMMIT_PURPOSE\n"
+        "        cluster = c._cluster\n"
+        f"        leader = cluster.metadata.leader_for({topic!r}, 0)\n"
+        "        coordinator = cluster.coordinator(group)\n"
+        "        seen.append(cluster.connection(leader, FETCH).connected)\n"
+        "        seen.append(cluster.connection(coordinator, COMMIT_PURPOSE).connected)\n"
         "        joined.set()\n"
-        f"c = Consumer(bootstrap_servers={kafka_broker.bootstrap_servers!r}, group_id='g-'\n"
-        f"             + {topic!r}, session_timeout_ms=6000, heartbeat_interval_ms=500,\n"
-        "             hooks=[hook])\n"
+        f"group = 'g-' + {topic!r}\n"
+        f"c = Consumer(bootstrap_servers={kafka_broker.bootstrap_servers!r}, group_id=group,\n"
+        "             session_timeout_ms=6000, heartbeat_interval_ms=500, hooks=[hook])\n"
         f"c.subscribe([{topic!r}])\n"
         "while not joined.is_set():\n"
         "    c.poll(0.1)\n"
         "    assert not c.assignment() or joined.is_set()\n"
         "c.close(5)\n"
-        "print(json.dumps(sorted(seen)))\n")
+        "print(json.dumps(seen))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=ROOT, timeout=60, env={**os.environ})
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == sorted(FETCH_SIDE)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [*FETCH_SIDE, True, True]
 
 
 @pytest.mark.broker
@@ -230,7 +239,8 @@ def test_a_member_without_hooks_joins_and_syncs_without_the_hook_events(
     # answer whether or not anyone listened, so a fresh member imported all of them (25 attrs
     # classes) before its JoinGroup could go out; built only for hooks, they load with the
     # first hook, or with the fetch side (whose modules import them), which is looked at here
-    # as it loads: at the assignment, after the join and the sync (the preload is off).
+    # as it loads: at the assignment, after the join and the sync (the preload and the
+    # connecting ahead, which load it during the join, are off).
     topic = f"footprint-{os.getpid()}-{time.monotonic_ns()}"
     create_topic(kafka_broker.bootstrap_servers, topic, 2)
     probe = (
@@ -243,6 +253,7 @@ def test_a_member_without_hooks_joins_and_syncs_without_the_hook_events(
         "    return load()\n"
         "module._fetch_side = looked\n"
         "module._preload_fetch_side = lambda: None\n"
+        "module.Consumer._connect_ahead = lambda self, metadata: None\n"
         f"c = module.Consumer(bootstrap_servers={kafka_broker.bootstrap_servers!r},\n"
         f"                    group_id='g-' + {topic!r}, session_timeout_ms=6000,\n"
         "                    heartbeat_interval_ms=500)\n"
