@@ -157,13 +157,18 @@ def main(argv: list[str] | None = None) -> int:
 
 def _roles(result: dict) -> dict[str, str]:
     """Thread id -> what it does: the two connections' readers share a name (one broker), so
-    a reader is named by what it ran (the heartbeat reader hands answers to the runner).
-    Several readers of short-lived connections would be summed as "fetch reader"."""
+    a reader is named by what it ran (the heartbeat reader hands answers to the runner, or
+    parks a standing heartbeat's for its timer). Several readers of short-lived connections
+    would be summed as "fetch reader"."""
     names = {}
     for k, name in result["names"].items():
         if name.startswith("groupkit-reader-"):
-            group = any(w[0] == k and w[1] == "group_runner.py" for w in result["where"])
+            group = any(w[0] == k and (w[1] == "group_runner.py"
+                                       or (w[1] == "standing.py" and w[2] == "park"))
+                        for w in result["where"])
             name = "heartbeat reader" if group else "fetch reader"
+        elif name.startswith("groupkit-repeat-"):
+            name = "heartbeat timer"
         elif name.startswith("groupkit-group-"):
             name = "runner"
         elif name.startswith("groupkit-watchdog-"):

@@ -257,6 +257,17 @@ class GroupMachine(AnsweringMember):
             self._coordinator_lost(now, f"{req.kind.value} failed: {error}", back_off=True)
         self._drive(now)
 
+    def heartbeat_stood(self, token: int, sent_at: float, answered_at: float) -> None:
+        """The heartbeat ``token``, sent again by the runtime while its answer repeats the last
+        one (error 0), was so answered at ``answered_at`` and went out again at ``sent_at``:
+        what a successful answer does (the session runs from it), and the next heartbeat is
+        due an interval after that send, as if the machine had sent it."""
+        if token != self._heartbeat or self._state is not S.STABLE:
+            return
+        self._failures = 0
+        self._session_deadline = answered_at + self.config.session_timeout_ms / 1000
+        self._heartbeat_due = sent_at + self.config.heartbeat_interval_ms / 1000
+
     def application_polled(self, now: float) -> None:
         """The application asked for records: restart the poll interval, rejoin if it expired."""
         if self._state in TERMINAL_STATES or not self._started:

@@ -90,6 +90,14 @@ class MemberMachine(Protocol):
         """The ``Send`` with ``token`` got no answer (connection lost, timed out, refused)."""
         ...
 
+    def heartbeat_stood(self, token: int, sent_at: float, answered_at: float) -> None:
+        """The heartbeat ``token`` (a ``Send`` with ``stands_every``) was answered as the last one
+        at ``answered_at`` and went out again, the same, at ``sent_at``: it stays in flight.
+        Called now and then while the runtime sends it by itself (at the latest by the
+        deadline the machine gives), and before its next answer is reported; ignored when
+        ``token`` is not the heartbeat in flight."""
+        ...
+
     def application_polled(self, now: float) -> None:
         """The application polled: the poll interval starts again (a member waiting for it
         rejoins)."""

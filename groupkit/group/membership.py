@@ -212,9 +212,11 @@ class Membership:
         self._next_token = token + 1
         self._inflight[token] = inflight
         # A Heartbeat's successful answer changes only the session: it may wait for the
-        # runtime's next wakeup.
+        # runtime's next wakeup; a STABLE member's may stand (``Send.stands_every``).
+        stands = self.config.heartbeat_interval_ms / 1000 \
+            if heartbeat and self._state is S.STABLE else 0.0
         self._outputs.append(Send(token, request, destination, timeout_ms, heartbeat=heartbeat,
-                                  answer_may_wait=heartbeat))
+                                  answer_may_wait=heartbeat, stands_every=stands))
         return token
 
     def _go(self, trigger: Trigger) -> None:

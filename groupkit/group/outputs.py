@@ -77,6 +77,12 @@ class Send:
     #: heartbeat answer brings no assignment, epoch or interval the member does not hold
     #: already. None: every successful answer may wait.
     quiet_if: Callable[[Response], bool] | None = None
+    #: With ``answer_may_wait``, a settled (STABLE) member's heartbeat interval in seconds:
+    #: while this heartbeat's answer stays byte for byte the last one (which changed nothing),
+    #: the runtime may send it again by itself that long after each send, telling the machine
+    #: only now and then (``heartbeat_stood``), until an answer differs or anything the member
+    #: does changes. 0: it may not (the heartbeat does not stand).
+    stands_every: float = 0.0
 
 
 @attrs.frozen

@@ -9,7 +9,8 @@ every waiter at once with KafkaConnectionError; the next ``send`` reconnects aft
 reconnect back-off (``groupkit.group.backoff``: exponential with jitter, as Java's). ``hooks`` hear of failed connects and broken connections
 (``BrokerUnreachable``) and of the first connect after failures (``BrokerRecovered``).
 
-Future callbacks run on the reader thread: keep them short and never block in them.
+Future callbacks run on the reader thread (a timed standing request's, maybe on its timer
+thread or the thread that ends it: ``standing``): keep them short and never block in them.
 
 Over 600 lines because the send path, the reader loop (with its inline path for an idle
 member's unchanged answers), the watchdog and the reconnects all work on one ``_Link`` under
@@ -62,6 +63,7 @@ from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import CLIENT_VERSIONS, negotiate
 from groupkit.runtime.reachability import Reachability
 from groupkit.runtime.reply import Reply
+from groupkit.runtime.standing import Standing
 from groupkit.runtime.tls import TlsConfig
 
 if TYPE_CHECKING:
@@ -71,7 +73,7 @@ if TYPE_CHECKING:
     from groupkit.runtime.sasl import SaslCredentials
     from groupkit.runtime.tls_socket import SerialTlsSocket
 
-__all__ = ["BrokerConnection", "Standing"]
+__all__ = ["BrokerConnection"]
 
 log = logging.getLogger(__name__)
 
@@ -89,38 +91,10 @@ _DROP_WINDOW_S = 1.0
 
 
 @attrs.define(eq=False)
-class Standing:
-    """A request the connection sends again by itself while its answer does not change: an
-    idle consumer's long poll (``send_connected(..., standing=)``).
-
-    Each time the answer to it is the last answer again, byte for byte, the reader thread
-    sends the kept frame once more with a new correlation id, without completing the
-    request's Future and without its callbacks: the Future completes with the first answer
-    that differs, with the first answer after ``end()``, or fails with the connection (a
-    request timeout, a close). Every repeat is a request in flight like any other, timed by
-    the watchdog. Whoever stands a request ends it (``end``, any thread) whenever what it
-    would send, or whether it would send at all, changes; the repeat in flight then is
-    answered and that answer delivered as usual. ``tick``, if given, is called on the reader
-    thread after each repeat went out, with when the one before it went out and when it
-    did (hooks count every round trip).
-    """
-
-    tick: Callable[[float, float], object] | None = None
-    live: bool = True
-    #: The kept frame re-sent (its correlation id written in place) and each repeat's timeout
-    #: in seconds: set by the connection as the request goes out.
-    frame: bytearray | None = None
-    timeout: float = 0.0
-
-    def end(self) -> None:
-        """Send no more repeats; the next answer completes the Future (any thread)."""
-        self.live = False
-
-
-@attrs.define(eq=False)
 class _Pending:
-    """A request in flight (never changed once made). A slotted attrs class: on CPython 3.11
-    it is made and read faster than a NamedTuple, whose field reads are not specialized."""
+    """A request in flight (changed only to put a standing request in flight again, once its
+    answer took it off ``pending``: ``_repeat``). A slotted attrs class: on CPython 3.11 it
+    is made and read faster than a NamedTuple, whose field reads are not specialized."""
 
     correlation_id: int
     api_key: int
@@ -132,7 +106,7 @@ class _Pending:
     handshake: bool = False
     #: A request equal to the one sent before it, so its answer may repeat too.
     repeat: bool = False
-    #: Sent again by the reader thread while its answer repeats (see ``Standing``).
+    #: Sent again by the connection while its answer repeats (see ``Standing``).
     standing: Standing | None = None
 
 
@@ -161,6 +135,9 @@ class _Link:
     answered: bool = False
     #: API key -> the (lowest, highest) version the broker listed in ApiVersions.
     advertised: dict[int, tuple[int, int]] = attrs.field(factory=dict)
+    #: The timed standing requests on this socket (their timers send them again; a failure
+    #: fails the one waiting for its time).
+    timed: list[Standing] = attrs.field(factory=list)
 
 
 @attrs.define(eq=False)
@@ -444,7 +421,8 @@ class BrokerConnection:
 
     def send(self, request: Request, version: int | None = None, *,
              timeout_ms: int | None = None, deadline: float | None = None,
-             callback: Callable[[Future[Any]], object] | None = None) -> Future[Any]:
+             callback: Callable[[Future[Any]], object] | None = None,
+             standing: Standing | None = None) -> Future[Any]:
         """Send ``request`` and return a Future of its response; never waits for other replies.
 
         Connects first if needed. The Future fails with KafkaConnectionError (socket trouble),
@@ -453,6 +431,7 @@ class BrokerConnection:
         ``acks=0`` gets no response: its Future holds None once the frame is written.
         ``callback``, if given, is added to the Future before it can complete, as
         ``add_done_callback`` would (in one call: the group runner sends every heartbeat so).
+        ``standing``: as for ``send_connected``.
         """
         try:
             started = time.monotonic()
@@ -479,7 +458,8 @@ class BrokerConnection:
                 timeout = self.request_timeout_ms / 1000
             else:
                 timeout = max(0.001, timeout_ms / 1000 - (time.monotonic() - started))
-            return self._send_on(link, request, version, timeout, callback=callback)
+            return self._send_on(link, request, version, timeout, callback=callback,
+                                 standing=standing)
         except GroupkitError as exc:
             failed: Future[Any] = Future()
             failed.set_exception(exc)
@@ -500,7 +480,7 @@ class BrokerConnection:
         request's, as ``send`` gives it when already connected.
 
         With ``standing``, a request equal to the last one sent on the connection is sent
-        again by the reader thread while its answer repeats (see ``Standing``); any other is
+        again by the connection while its answer repeats (see ``Standing``); any other is
         sent once, as without.
         """
         link = self._link
@@ -536,39 +516,68 @@ class BrokerConnection:
                 if last[0] is not request:
                     self._last_sent = (request, version, last[2])  # compared by identity next
                 if standing is not None:
-                    standing.frame = last[2]
-                    standing.timeout = timeout
+                    known = link.last_answer
+                    if standing.answer is None or (known is not None
+                                                   and known[3] is standing.answer):
+                        standing.frame = last[2]
+                        standing.timeout = timeout
+                    else:  # the answer kept is not the one the caller saw: sent once
+                        standing.live = False
+                        standing = None
             else:
                 repeat = False
-                standing = None  # only a repeat's answer can be seen to repeat
+                if standing is not None:  # only a repeat's answer can be seen to repeat
+                    standing.live = False
+                    standing = None
                 frame = encode_request_frame(request, version, correlation_id, self.client_id)
                 self._last_sent = ((request, version, bytearray(frame))
                                    if len(frame) <= _REPEAT_FRAME_BYTES else None)
             now = time.monotonic()
-            with link.lock:
-                if link.closed:
-                    raise KafkaConnectionError(f"the connection to {self.address} is closed; "
-                                               "send again to reconnect")
-                if expects_response:
-                    link.pending.append(_Pending(correlation_id, request.API_KEY, version,
-                                                 type(request).Response, future, now,
-                                                 now + timeout, handshake, repeat, standing))
-                    # Wake the watchdog only if it would look too late: an idle member's
-                    # heartbeats and fetches then cost it no wakeup each.
-                    if now + timeout < link.watch_until:
-                        link.cond.notify_all()
-            try:
-                link.sock.sendall(frame)
-            except (OSError, ValueError) as exc:
-                self._fail_link(link, KafkaConnectionError(
-                    f"writing to {self.address} failed: {exc}; the next send reconnects"))
-                if not expects_response:
+            if not expects_response:
+                error = self._fly(link, frame, None)
+                if error is not None:
                     future.set_exception(KafkaConnectionError(
-                        f"writing to {self.address} failed: {exc}"))
+                        f"writing to {self.address} failed: {error}"))
+                    return future
+                future.set_result(None)
                 return future
-        if not expects_response:
-            future.set_result(None)
+            self._fly(link, frame, _Pending(correlation_id, request.API_KEY, version,
+                                            type(request).Response, future, now, now + timeout,
+                                            handshake, repeat, standing))
         return future
+
+    def _fly(self, link: _Link, frame: bytes | bytearray,
+             pending: _Pending | None) -> OSError | ValueError | None:
+        """Put ``pending`` in flight on ``link`` (None: a request that gets no answer) and write
+        ``frame``, which carries its correlation id: how every request goes out, a first send
+        or a standing one's repeat. The caller holds the write lock. Raises
+        KafkaConnectionError, nothing written, when the link is closed; a failed write fails
+        the link (and ``pending`` with it) and is returned."""
+        with link.lock:
+            if link.closed:
+                raise KafkaConnectionError(f"the connection to {self.address} is closed; "
+                                           "send again to reconnect")
+            if pending is not None:
+                link.pending.append(pending)
+                standing = pending.standing
+                if standing is not None and standing.every:
+                    standing.sent_at = pending.sent_at
+                    if standing.lock is None:  # its first send: its timer sends it again
+                        standing.start(link.lock,
+                                       lambda head: self._repeat(link, head, standing),
+                                       f"groupkit-repeat-{self.address}")
+                        link.timed.append(standing)
+                # Wake the watchdog only if it would look too late: an idle member's
+                # heartbeats and fetches then cost it no wakeup each.
+                if pending.deadline < link.watch_until:
+                    link.cond.notify_all()
+        try:
+            link.sock.sendall(frame)
+        except (OSError, ValueError) as exc:
+            self._fail_link(link, KafkaConnectionError(
+                f"writing to {self.address} failed: {exc}; the next send reconnects"))
+            return exc
+        return None
 
     # --- receiving -----------------------------------------------------------------------------
 
@@ -621,9 +630,11 @@ class BrokerConnection:
                     else:
                         assert head is not None
                         standing = head.standing
-                        if standing is not None and standing.live \
-                                and self._stand_again(link, head, standing):
+                        if standing is not None \
+                                and self._stand_again(link, head, standing, response):
                             continue
+                    if head.standing is not None:
+                        head.standing.done()  # its Future completes: it stands no more
                     # Outside the lock: the future's callbacks may send (an idle fetch sends
                     # again).
                     head.future.set_result(response)
@@ -637,36 +648,43 @@ class BrokerConnection:
             self._fail_link(link, KafkaConnectionError(
                 f"the connection to {self.address} broke: {exc}; the next send reconnects"))
 
-    def _stand_again(self, link: _Link, head: _Pending, standing: Standing) -> bool:
-        """Send a standing request again (its answer, ``head``'s, repeated): its kept frame
-        with a new correlation id, in flight under a new ``_Pending`` holding the same Future.
-        False, and nothing sent, when the link closed meanwhile: the answer is delivered."""
+    def _stand_again(self, link: _Link, head: _Pending, standing: Standing,
+                     response: Response) -> bool:
+        """A standing request's answer (``head``'s) repeated: send it again now (``_repeat``),
+        or, for a timed standing whose next send is not due yet, park ``head`` until its timer
+        sends it (``Standing.park``). False, and nothing sent, when the standing ended or the
+        link closed meanwhile: the answer is delivered."""
+        if standing.every:
+            parked = standing.park(head, response)
+            if parked is not None:
+                return parked
+            sent = self._repeat(link, head, standing)  # answered late: at once
+            standing.replan()
+            return sent
+        return standing.live and self._repeat(link, head, standing)
+
+    def _repeat(self, link: _Link, head: _Pending, standing: Standing) -> bool:
+        """Send a standing request again: its kept frame with a new correlation id, in flight
+        as ``head`` (answered, so off ``pending``) with that id and new times; then ``tick``.
+        False, and nothing sent, when the link closed meanwhile."""
         frame = standing.frame
         assert frame is not None
+        before = head.sent_at
         with self._write_lock:
             correlation_id = self._next_correlation_id
             self._next_correlation_id = (correlation_id + 1) & 0x7FFFFFFF
             set_request_correlation_id(frame, correlation_id)
-            now = time.monotonic()
-            deadline = now + standing.timeout
-            with link.lock:
-                if link.closed:
-                    return False
-                link.pending.append(_Pending(correlation_id, head.api_key, head.version,
-                                             head.response_cls, head.future, now, deadline,
-                                             False, True, standing))
-                if deadline < link.watch_until:
-                    link.cond.notify_all()
+            head.correlation_id = correlation_id
+            head.sent_at = now = time.monotonic()
+            head.deadline = now + standing.timeout
             try:
-                link.sock.sendall(frame)
-            except (OSError, ValueError) as exc:
-                # Fails the repeat just put in flight, and with it the Future.
-                self._fail_link(link, KafkaConnectionError(
-                    f"writing to {self.address} failed: {exc}; the next send reconnects"))
-                return True
+                # A failed write fails the repeat just put in flight, and with it the Future.
+                self._fly(link, frame, head)
+            except KafkaConnectionError:
+                return False
         tick = standing.tick
         if tick is not None:
-            tick(head.sent_at, now)
+            tick(before, now)
         return True
 
     def _dropped(self, link: _Link, reason: str) -> None:
@@ -753,8 +771,8 @@ class BrokerConnection:
 
     def _watch_loop(self, link: _Link) -> None:
         """Fail the first request past its deadline. It sleeps until the earliest deadline it
-        knows of and is woken only for an earlier one (see ``_send_on``); an answered request
-        is not taken off its schedule, so it may look once in vain, which costs one wakeup per
+        knows of and is woken only for an earlier one (see ``_fly``); an answered request is
+        not taken off its schedule, so it may look once in vain, which costs one wakeup per
         request timeout instead of one per request."""
         with link.cond:
             while not link.closed:
@@ -785,6 +803,10 @@ class BrokerConnection:
             link.closed = True
             waiters = list(link.pending)
             link.pending.clear()
+            for standing in link.timed:
+                parked = standing.stop()
+                if parked is not None:  # fails as if in flight
+                    waiters.append(parked)
             link.cond.notify_all()
         with contextlib.suppress(OSError):
             link.sock.shutdown(socket.SHUT_RDWR)

@@ -20,10 +20,10 @@ from assignors import TopicPartition
 from groupkit.errors import ErrorCode, GroupkitError, NoOffsetForPartitionError, error_for_code
 from groupkit.hooks import FetchCompleted, emit
 from groupkit.protocol.messages.fetch import FetchResponse
-from groupkit.runtime.connection import Standing
 from groupkit.runtime.fetch_state import TOPIC_IDS, FetcherState, SentFetch, log
 from groupkit.runtime.fetched import Chunk, FetchedPartition, read_chunk
 from groupkit.runtime.partition_state import FAILED_STATES, PartitionEvent, PartitionState
+from groupkit.runtime.standing import Standing
 
 S = PartitionState
 E = PartitionEvent

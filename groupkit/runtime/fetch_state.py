@@ -25,10 +25,11 @@ from groupkit.errors import GroupkitError
 from groupkit.hooks import Hook
 from groupkit.protocol.messages.fetch import FetchRequest
 from groupkit.runtime.cluster import Cluster
-from groupkit.runtime.connection import BrokerConnection, Standing
+from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.fetched import FetchedPartition
 from groupkit.runtime.offsets import OffsetStore
 from groupkit.runtime.partition_state import PartitionEvent
+from groupkit.runtime.standing import Standing
 
 #: One logger for every part of the fetcher: the name operators filter on.
 log = logging.getLogger("groupkit.runtime.fetcher")

@@ -48,6 +48,8 @@ from groupkit.group.outputs import GenerationJoined, Leaving, Rebalancing
 from groupkit.protocol.schema import Response
 from groupkit.runtime.bell import Bell
 from groupkit.runtime.connection import BrokerConnection
+from groupkit.runtime.standing import Standing
+from groupkit.runtime.standing_beat import StandingBeat, ticker
 
 if TYPE_CHECKING:
     # The events are built only for hooks, and their module loads with the first one (as
@@ -122,6 +124,11 @@ class GroupRunner:
     _rebalance_since: float | None = attrs.field(init=False, default=None)
     #: When the application last polled, until the runner hands it to the machine.
     _polled_at: float | None = attrs.field(init=False, default=None)
+    #: The last heartbeat answer, when it changed nothing (set on the reader thread): the
+    #: next heartbeat may stand on it (``standing_beat``).
+    _quiet: Response | None = attrs.field(init=False, default=None)
+    #: The heartbeat standing on its connection (or the last one, until its token is done).
+    _beat: StandingBeat | None = attrs.field(init=False, default=None)
 
     def __attrs_post_init__(self) -> None:
         self._state = self.machine.state
@@ -297,6 +304,9 @@ class GroupRunner:
                     self._inbox.clear()
                     polled, self._polled_at = self._polled_at, None
                 now = self.clock()
+                beat = self._beat
+                if beat is not None:
+                    beat.fold(self.machine)  # before any answer or timer: the session moves
                 for token, response, arrived in later:
                     self._respond(token, response, arrived)
                 for item, future in items:
@@ -327,6 +337,7 @@ class GroupRunner:
                     future.set_exception(IllegalStateError(
                         "the group runner stopped before answering; the consumer is closed"))
             self._connections = {}
+            self._end_beat()  # no heartbeat outlives the runner
 
     def _step(self, now: float) -> None:
         # One poll: carrying out its outputs gives the machine no input (failures to send are
@@ -351,9 +362,17 @@ class GroupRunner:
             self._fence = None
         if machine.finished:
             self._finished.set()
+        # A standing heartbeat goes on only while the machine is as it was (``holds``).
+        beat = self._beat
+        standing = False
+        if beat is not None and beat.standing.live:
+            standing = beat.holds(machine)
+            if not standing:
+                beat.standing.end()
         self._deadline = self.machine.next_deadline()
         due = self.machine.heartbeat_due
-        if due is not None and now < due and (self._deadline is None or due < self._deadline):
+        if due is not None and now < due and not standing \
+                and (self._deadline is None or due < self._deadline):
             # With a Heartbeat in flight the machine waits only for its answer; the runner
             # wakes when the next one is due anyway, to read a successful answer then
             # (see ``_answered``) and send on time.
@@ -371,11 +390,13 @@ class GroupRunner:
             self._send(out, now)
         elif isinstance(out, CoordinatorChanged):
             self._connections = {}
+            self._end_beat()
             self._coordinator = Coordinator(out.node_id, out.host, out.port)
             self._info("discovered group coordinator %s:%d (node %d)", out.host, out.port,
                        out.node_id)
         elif isinstance(out, CoordinatorLost):
             self._connections = {}
+            self._end_beat()
             self._coordinator = None
             self._info("group coordinator lost: %s; rediscovering it", out.reason)
         elif isinstance(out, Rebalancing):
@@ -431,10 +452,31 @@ class GroupRunner:
             return
         self._sent_at[out.token] = (now, request, out.heartbeat)
         due = self.machine.heartbeat_due if out.answer_may_wait else None
+        standing = None
         if due is not None:
             self._answer_due = due  # before the answer can come (see ``_step``)
-        conn.send(request, timeout_ms=out.timeout_ms,
-                  callback=partial(self._answered, out.token, due, out.quiet_if))
+            if out.stands_every and self._quiet is not None:
+                standing = self._stand(out, due)
+        conn.send(request, timeout_ms=out.timeout_ms, standing=standing,
+                  callback=partial(self._answered, out.token, due, out.quiet_if, standing))
+
+    def _stand(self, out: Send, due: float) -> Standing:
+        """A settled member's heartbeat, its last answer quiet: it stands on its connection
+        (``standing_beat``), if that connection kept that very answer."""
+        standing = Standing(every=out.stands_every, answer=self._quiet)
+        machine = self.machine
+        if self.hooks:
+            standing.tick = ticker(self.hooks, machine.config.group_id, _api_name(out.request),
+                                   machine.generation_id, standing)
+        self._beat = StandingBeat(out.token, standing, machine.state, due)
+        return standing
+
+    def _end_beat(self) -> None:
+        """End the standing heartbeat, if any (on the runner thread, without its lock): the
+        answer in flight, or the one waiting for its next send at once, comes as usual."""
+        beat = self._beat
+        if beat is not None and beat.standing.live:
+            beat.standing.end()
 
     def _route(self, destination: Destination, purpose: str) -> BrokerConnection:
         if destination is Destination.ANY_BROKER:
@@ -447,7 +489,8 @@ class GroupRunner:
         return conn
 
     def _answered(self, token: int, due: float | None,
-                  quiet_if: Callable[[Response], bool] | None, future: Future[Any]) -> None:
+                  quiet_if: Callable[[Response], bool] | None, standing: Standing | None,
+                  future: Future[Any]) -> None:
         """Runs on a connection's reader thread: hand the outcome to the runner thread.
 
         A successful answer to a Heartbeat only moves the session deadline on and lets the
@@ -456,7 +499,9 @@ class GroupRunner:
         costs the runner one wakeup, not two. It still carries the time it arrived. A
         consumer-protocol heartbeat's answer waits only if ``quiet_if`` finds it changes
         nothing, and no later than the machine now wants its next heartbeat (``_answer_due``:
-        a subscription change brings that forward).
+        a subscription change brings that forward). A standing heartbeat's answer is the one
+        that ended it: the unchanged one kept for the next send came when the standing says.
+        A quiet answer is kept (``_quiet``): the next heartbeat may stand on it.
         """
         try:
             # One look at the done future (``exception()`` and then ``result()`` would take
@@ -464,13 +509,19 @@ class GroupRunner:
             response = future.result()
         except BaseException as exc:
             error = exc
+            if due is not None:
+                self._quiet = None
             self._post(lambda now: self._failed(token, error, now))
             return
         if due is None or response.error_code or (quiet_if is not None
                                                    and not quiet_if(response)):
+            if due is not None:
+                self._quiet = None
             self._post(lambda now: self._respond(token, response, now))
             return
-        arrived = self.clock()
+        self._quiet = response
+        arrived = self.clock() if standing is None or response is not standing.answer \
+            else standing.answered_at
         with self._lock:
             if self._stopping:
                 return
@@ -482,6 +533,8 @@ class GroupRunner:
 
     def _failed(self, token: int, error: BaseException, now: float) -> None:
         sent = self._sent_at.pop(token, None)
+        if self._beat is not None and self._beat.token == token:
+            self._beat = None
         self.machine.on_request_failed(token, error, now)
         if sent is not None and self.hooks:
             from groupkit.hooks import GroupRequestDone
@@ -491,6 +544,10 @@ class GroupRunner:
 
     def _respond(self, token: int, response: Response, now: float) -> None:
         sent, _, heartbeat = self._sent_at.pop(token, (now, None, False))
+        beat = self._beat
+        if beat is not None and beat.token == token:
+            sent = beat.standing.sent_at or sent  # its last repeat's, if it stood
+            self._beat = None
         self.machine.on_response(token, response, now)
         if self.hooks:
             from groupkit.hooks import GroupRequestDone, HeartbeatAnswered

@@ -6,6 +6,7 @@ differs, with the first answer after ``end()``, or with the connection's failure
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
@@ -13,7 +14,8 @@ import pytest
 
 from groupkit.errors import ApiKey, KafkaConnectionError, RequestTimeoutError
 from groupkit.protocol.messages.group import HeartbeatRequest, HeartbeatResponse
-from groupkit.runtime.connection import BrokerConnection, Standing
+from groupkit.runtime.connection import BrokerConnection
+from groupkit.runtime.standing import Standing
 from tests.support.fake_broker import FakeBroker, reply
 from tests.support.waits import wait_for
 
@@ -31,12 +33,14 @@ class Gated:
         self.gate = threading.Semaphore(0)
         self.silent_after = silent_after
         self.count = 0
+        self.times: list[float] = []  # when each Heartbeat came
         self.cond = threading.Condition()
         self.broker = FakeBroker(self._answer)
 
     def _answer(self, sock: Any, header: Any, request: Any) -> None:
         with self.cond:
             self.count += 1
+            self.times.append(time.monotonic())
             self.cond.notify_all()
             if self.silent_after is not None and self.count > self.silent_after:
                 return  # never answered
@@ -172,3 +176,109 @@ def _wait_done(done: list[Future[Any]]) -> Future[Any]:
     wait_for(lambda: bool(done), 10, "the request's Future to complete")
     assert len(done) == 1, f"the callback ran {len(done)} times"
     return done[0]
+
+
+
+# --- timed standings (a settled member's heartbeat) -----------------------------------------
+
+
+def timed(gated: Gated, conn: BrokerConnection, every: float, done: list[Future[Any]]
+          ) -> Standing:
+    """HEARTBEAT primed and sent a third time (its answer, the one the connection keeps, is
+    the one the caller saw), then standing every ``every`` seconds on that answer."""
+    version = primed(gated, conn)
+    gated.release()
+    seen = conn.send(HEARTBEAT).result(5)
+    standing = Standing(every=every, answer=seen)
+    assert conn.send_connected(HEARTBEAT, version, 5000, done.append, standing=standing)
+    return standing
+
+
+def test_a_timed_standing_request_goes_again_an_interval_after_the_one_before() -> None:
+    # Every answer is let go at once: each waits for the standing's timer thread, which sends
+    # the next one an interval after the one before went out, not as the answer comes.
+    gated = Gated(codes=[0, 0, 0, 0, 0, 0, 0, 27])
+    done: list[Future[Any]] = []
+    try:
+        with BrokerConnection("127.0.0.1", gated.broker.port) as conn:
+            standing = timed(gated, conn, 0.2, done)
+            gated.release(10)
+            assert _wait_done(done).result().error_code == 27
+            assert not standing.live
+    finally:
+        gated.broker.close()
+    times = gated.times[3:]
+    assert len(times) == 5, gated.times  # the standing's first send and its four repeats
+    assert all(b - a >= 0.19 for a, b in zip(times, times[1:], strict=False)), times
+    wait_for(lambda: not [t for t in threading.enumerate()
+                          if t.name.startswith("groupkit-repeat-")], 5, "the timer to end")
+
+
+def test_a_timed_standing_answered_late_goes_again_at_once() -> None:
+    gated = Gated()
+    done: list[Future[Any]] = []
+    try:
+        with BrokerConnection("127.0.0.1", gated.broker.port) as conn:
+            standing = timed(gated, conn, 0.05, done)
+            gated.wait_count(4)
+            time.sleep(0.2)  # the answer held past the next send's time
+            gated.release()
+            gated.wait_count(5)  # sent again by the reader as the late answer came
+            assert not done and standing.live
+            standing.end()
+            gated.release()
+            assert _wait_done(done).result().error_code == 0
+    finally:
+        gated.broker.close()
+
+
+def test_ending_a_timed_standing_delivers_the_answer_waiting_for_its_time() -> None:
+    gated = Gated()
+    done: list[Future[Any]] = []
+    try:
+        with BrokerConnection("127.0.0.1", gated.broker.port) as conn:
+            standing = timed(gated, conn, 30.0, done)  # the next send is far off
+            gated.release()
+            wait_for(lambda: standing.answered_at > 0, 5, "the unchanged answer")
+            assert not done
+            standing.end()
+            # At once, on this thread, without waiting for the next send's time.
+            assert len(done) == 1 and done[0].result().error_code == 0
+            assert gated.count == 4 and conn.in_flight() == 0
+    finally:
+        gated.broker.close()
+
+
+def test_closing_the_connection_fails_a_timed_standing_waiting_for_its_time() -> None:
+    gated = Gated()
+    done: list[Future[Any]] = []
+    try:
+        conn = BrokerConnection("127.0.0.1", gated.broker.port)
+        standing = timed(gated, conn, 30.0, done)
+        gated.release()
+        wait_for(lambda: standing.answered_at > 0, 5, "the unchanged answer")
+        conn.close()
+        with pytest.raises(KafkaConnectionError):
+            _wait_done(done).result()
+        assert not standing.live
+    finally:
+        gated.broker.close()
+
+
+def test_a_request_stands_only_on_the_answer_its_caller_saw() -> None:
+    # The connection keeps the last answer; a standing on another answer object (one the
+    # caller did not see last) is sent once, as without it.
+    gated = Gated()
+    done: list[Future[Any]] = []
+    try:
+        with BrokerConnection("127.0.0.1", gated.broker.port) as conn:
+            version = primed(gated, conn)
+            standing = Standing(every=0.05, answer=HeartbeatResponse(error_code=0))
+            assert conn.send_connected(HEARTBEAT, version, 5000, done.append,
+                                       standing=standing)
+            assert not standing.live
+            gated.release()
+            assert _wait_done(done).result().error_code == 0
+            assert gated.count == 3
+    finally:
+        gated.broker.close()

@@ -37,10 +37,18 @@ from groupkit.protocol.messages.group import (
     SyncGroupResponse,
 )
 from groupkit.runtime.group_runner import GroupRunner
+from groupkit.runtime.standing import Standing
 from tests.support import wakeups
 
 GROUP = "g"
 ILLEGAL_GENERATION = 22
+
+
+def sent_once(standing: Standing | None) -> None:
+    """A scripted connection lets no request stand: it sends it once (as a connection does
+    when it cannot), so each answer completes its Future."""
+    if standing is not None:
+        standing.end()
 
 
 def with_callback(future: Future[Any], callback: Any) -> Future[Any]:
@@ -57,7 +65,9 @@ class ScriptedBroker:
         self.name, self.log = name, log
 
     def send(self, request: Any, version: int | None = None, *,
-             timeout_ms: int | None = None, callback: Any = None) -> Future[Any]:
+             timeout_ms: int | None = None, callback: Any = None,
+             standing: Standing | None = None) -> Future[Any]:
+        sent_once(standing)
         self.log.append((self.name, type(request).__name__))
         future: Future[Any] = Future()
         future.set_result(self.answer(request))
@@ -241,7 +251,9 @@ class SlowHeartbeats(ScriptedBroker):
             future.set_result(HeartbeatResponse(error_code=0))
 
     def send(self, request: Any, version: int | None = None, *,
-             timeout_ms: int | None = None, callback: Any = None) -> Future[Any]:
+             timeout_ms: int | None = None, callback: Any = None,
+             standing: Standing | None = None) -> Future[Any]:
+        sent_once(standing)
         if not isinstance(request, HeartbeatRequest):
             return super().send(request, version, timeout_ms=timeout_ms, callback=callback)
         self.log.append((self.name, type(request).__name__))
@@ -316,7 +328,9 @@ def test_each_answer_is_read_from_its_future_with_one_look() -> None:
 
     class Counting(ScriptedBroker):
         def send(self, request: Any, version: int | None = None, *,
-                 timeout_ms: int | None = None, callback: Any = None) -> Future[Any]:
+                 timeout_ms: int | None = None, callback: Any = None,
+                 standing: Standing | None = None) -> Future[Any]:
+            sent_once(standing)
             future = _CountedFuture()
             future.set_result(self.answer(request))
             answered.append(future)

@@ -29,6 +29,8 @@ from groupkit.protocol.messages.find_coordinator import (
     FindCoordinatorResponse,
 )
 from groupkit.runtime.group_runner import GroupRunner
+from groupkit.runtime.standing import Standing
+from tests.runtime.test_group_runner import sent_once
 
 GROUP = "g"
 
@@ -57,7 +59,9 @@ class Coordinator848:
                 if first else None))
 
     def send(self, request: Any, version: int | None = None, *,
-             timeout_ms: int | None = None, callback: Any = None) -> Future[Any]:
+             timeout_ms: int | None = None, callback: Any = None,
+             standing: Standing | None = None) -> Future[Any]:
+        sent_once(standing)
         future: Future[Any] = Future()
         if callback is not None:
             future.add_done_callback(callback)

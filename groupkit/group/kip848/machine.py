@@ -230,6 +230,15 @@ class ConsumerGroupMachine(AnsweringMember):
                 self._metadata_at = now + self._backoff.delay(self._metadata_failures)
         self._drive(now)
 
+    def heartbeat_stood(self, token: int, sent_at: float, answered_at: float) -> None:
+        """The heartbeat ``token``, sent again by the runtime while its answer repeats a quiet
+        one (``QuietAnswer``), was so answered and went out again at ``sent_at``: the next
+        heartbeat is due an interval after that send, as if the machine had sent it."""
+        if token != self._heartbeat_token or self._state is not S.STABLE:
+            return
+        self._beat_failures = 0
+        self._beat_at = sent_at + self._interval_s
+
     def application_polled(self, now: float) -> None:
         """The application polled: restart the poll interval; a STALE member rejoins."""
         if self.finished or not self._started:

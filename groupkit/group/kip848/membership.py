@@ -221,7 +221,8 @@ class Membership:
         token = self._next_token
         self._next_token = token + 1
         self._outputs.append(Send(token, request, destination, heartbeat=heartbeat,
-                                  answer_may_wait=quiet_if is not None, quiet_if=quiet_if))
+                                  answer_may_wait=quiet_if is not None, quiet_if=quiet_if,
+                                  stands_every=0.0 if quiet_if is None else quiet_if.interval_s))
         return token
 
     def _go(self, trigger: Trigger) -> None:

@@ -251,6 +251,10 @@ class ShareGroupMachine:
             self._find_at = now + self._backoff.delay(self._find_failures)
         self._drive(now)
 
+    def heartbeat_stood(self, token: int, sent_at: float, answered_at: float) -> None:
+        """Nothing to do: no heartbeat of a share member stands (its answers are never
+        deferred, so no ``Send`` of it has ``stands_every``)."""
+
     def application_polled(self, now: float) -> None:
         """The application polled: the poll interval starts again; a STALE member rejoins."""
         if self.finished or not self._started:
