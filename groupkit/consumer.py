@@ -66,7 +66,6 @@ __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 
 log = logging.getLogger(__name__)
 
-_GROUP_PURPOSE = "group"
 #: The fetch side's entry module: loaded once a consumer first fetches (see ``_fetch_side``).
 _FETCH_SIDE = "groupkit.runtime.fetcher"
 #: How long after a join begins the fetch side's preload starts (see ``_preload_fetch_side``).
@@ -887,7 +886,12 @@ class Consumer:
         return ClusterView(counts, racks)
 
     def _any_broker(self) -> BrokerConnection:
-        return self._cluster.connection(self._cluster.least_loaded_node(), _GROUP_PURPOSE)
+        """The runner's connection for FindCoordinator: the least loaded node's ordinary one,
+        which the metadata refreshes use too, as Java's NetworkClient has one connection per
+        node besides the coordinator's. A pool entry of its own opened another connection (a
+        handshake and two threads) just before the JoinGroup, beside the join's metadata
+        refresh."""
+        return self._cluster.connection(self._cluster.least_loaded_node())
 
     def _coordinator_connection(self, coordinator: Coordinator, purpose: str) -> BrokerConnection:
         # The runner found the coordinator: commits use it without a lookup of their own.

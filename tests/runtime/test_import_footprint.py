@@ -268,3 +268,33 @@ def test_a_member_without_hooks_joins_and_syncs_without_the_hook_events(
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=ROOT, timeout=60, env={**os.environ})
     assert out.stdout.strip().splitlines()[-1] == "[False]"
+
+
+@pytest.mark.broker
+def test_a_member_finds_its_coordinator_over_the_connection_its_metadata_uses(
+        kafka_broker: LocalBroker) -> None:  # noqa: F811
+    # Java's NetworkClient keeps one connection per node besides the coordinator's; the
+    # runner's FindCoordinator had a pool entry of its own, one more connection (a handshake
+    # and two threads) opened just before the JoinGroup, beside the join's metadata refresh.
+    topic = f"footprint-{os.getpid()}-{time.monotonic_ns()}"
+    create_topic(kafka_broker.bootstrap_servers, topic, 1)
+    probe = (
+        "from groupkit.consumer import Consumer\n"
+        f"c = Consumer(bootstrap_servers={kafka_broker.bootstrap_servers!r},\n"
+        f"             group_id='g-' + {topic!r}, session_timeout_ms=6000,\n"
+        "             heartbeat_interval_ms=500)\n"
+        f"c.subscribe([{topic!r}])\n"
+        "for _ in range(300):\n"
+        "    c.poll(0.1)\n"
+        "    if c.assignment():\n"
+        "        break\n"
+        "assert c.assignment(), 'no assignment within 30 s'\n"
+        "cluster = c._cluster\n"
+        "print(c._any_broker() is cluster.connection(cluster.least_loaded_node()),\n"
+        "      sorted({purpose for _, purpose in cluster._conns}))\n"
+        "c.close(5)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, cwd=ROOT, timeout=60, env={**os.environ})
+    shared, purposes = out.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert shared == "True"
+    assert "'group'" not in purposes and "'default'" in purposes
