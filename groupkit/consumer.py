@@ -52,8 +52,6 @@ from groupkit.runtime.cluster import FETCH, Cluster
 from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.group_runner import GroupRunner
 from groupkit.runtime.metadata import ClusterMetadata
-from groupkit.runtime.pattern_watch import PatternWatch, compile_pattern
-from groupkit.values import ConsumerGroupMetadata, OffsetAndMetadata
 
 if TYPE_CHECKING:
     from groupkit.group.kip848 import SubscriptionHolder
@@ -61,6 +59,8 @@ if TYPE_CHECKING:
     from groupkit.runtime.fetched import ConsumerRecord
     from groupkit.runtime.fetcher import Fetcher
     from groupkit.runtime.offsets import CommitCallback, OffsetStore
+    from groupkit.runtime.pattern_watch import PatternWatch
+    from groupkit.values import ConsumerGroupMetadata, OffsetAndMetadata
 
 __all__ = ["Consumer", "ConsumerRebalanceListener", "ConsumerRecord"]
 
@@ -272,6 +272,8 @@ class Consumer:
                 raise ConfigError("subscribe() takes topic names or one non-empty pattern,"
                                   " not both")
             if self.config.group_protocol != "consumer":
+                from groupkit.runtime.pattern_watch import compile_pattern  # only for one
+
                 compiled = compile_pattern(pattern)
         elif not wanted:
             raise ConfigError("subscribe() needs at least one topic")
@@ -309,6 +311,8 @@ class Consumer:
                 runner.start()
             else:
                 runner.request_rejoin(f"the topics matching pattern {pattern.pattern!r} changed")
+
+        from groupkit.runtime.pattern_watch import PatternWatch
 
         self._pattern_watch = PatternWatch(self._cluster, pattern,
                                            self.config.metadata_max_age_ms / 1000, matched)
@@ -387,6 +391,8 @@ class Consumer:
         ``current=True`` (groupkit's addition) raises CommitFailedError instead when the member
         is not in a settled generation (rebalancing, or out of the group): what the coordinator
         would refuse, refused without the round trip, and on brokers that do not check."""
+        from groupkit.values import ConsumerGroupMetadata  # for transactions only
+
         group_id = self.config.group_id
         if group_id is None:
             raise IllegalStateError("group_metadata() needs a consumer with a group_id")
@@ -652,6 +658,8 @@ class Consumer:
     def _commit_offsets(self, offsets: Mapping[TopicPartition, int | OffsetAndMetadata] | None
                         ) -> dict[TopicPartition, int | OffsetAndMetadata]:
         if offsets is not None:
+            from groupkit.values import OffsetAndMetadata  # loaded with the fetch side
+
             chosen = {TopicPartition(*tp): o if isinstance(o, OffsetAndMetadata) else int(o)
                       for tp, o in offsets.items()}
             for tp, o in chosen.items():

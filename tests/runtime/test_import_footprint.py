@@ -96,6 +96,19 @@ def test_a_consumer_builds_no_other_clients_settings() -> None:
     assert loaded == []
 
 
+def test_a_subscribing_consumer_loads_the_pattern_watch_and_the_offset_values_at_use() -> None:
+    # A pattern subscription's matcher, and the offset and group-metadata values (commits,
+    # transactions), were imported by every consumer before its first request.
+    code = ("from groupkit.consumer import Consumer\n"
+            "c = Consumer(bootstrap_servers='127.0.0.1:9', group_id='g')\n"
+            "c.subscribe(['t'])\n"
+            "c.poll(0.05)\n")
+    modules = ("groupkit.runtime.pattern_watch", "groupkit.values")
+    assert _loaded_modules(code + "c.close(1)\n", modules) == []
+    assert _loaded_modules(code + "c.group_metadata()\nc.subscribe(pattern='t.*')\n"
+                           "c.close(1)\n", modules) == sorted(modules)
+
+
 def _loaded_modules(code: str, modules: tuple[str, ...]) -> list[str]:
     probe = (f"import sys, json\n{code}\n"
              f"print(json.dumps(sorted(m for m in {modules!r} if m in sys.modules)))")
