@@ -34,7 +34,8 @@ from groupkit.share.session import SharePartition
 @attrs.define
 class _Partition:
     #: offset -> (delivery count, lock deadline): given to this member, not acknowledged yet,
-    #: offset by offset (an answer that was not one clean run, or what is left of a run).
+    #: offset by offset (an answer that was not one clean run, or a run explicit
+    #: acknowledgements or a redelivery spread).
     acquired: dict[int, tuple[int, float]] = attrs.field(factory=dict)
     #: The same kept as whole runs, [first, last, delivery count, lock deadline], none of
     #: their offsets in ``acquired``: an answer's acquired range, with every record present and
@@ -66,26 +67,34 @@ class _Partition:
 
     def cut(self, first: int, last: int) -> list[tuple[int, int]]:
         """Take the offsets ``first``..``last`` out of the runs; the (first, last) pieces
-        taken."""
+        taken. A run is trimmed in place (a poll that took part of an answer moves its start),
+        or split in two when the cut falls inside it."""
         taken: list[tuple[int, int]] = []
-        kept: list[list[Any]] = []
-        for run in self.runs:
+        runs = self.runs
+        i = 0
+        while i < len(runs):
+            run = runs[i]
             a, b = run[0], run[1]
+            i += 1
             if b < first or last < a:
-                kept.append(run)
                 continue
             taken.append((max(a, first), min(b, last)))
-            if a < first:
-                kept.append([a, first - 1, run[2], run[3]])
-            if last < b:
-                kept.append([last + 1, b, run[2], run[3]])
-        if taken:
-            self.runs = kept
+            if first <= a and b <= last:
+                i -= 1
+                del runs[i]
+            elif first <= a:
+                run[0] = last + 1
+            elif b <= last:
+                run[1] = first - 1
+            else:
+                run[1] = first - 1
+                runs.insert(i, [last + 1, b, run[2], run[3]])
+                i += 1
         return taken
 
     def spread(self, first: int, last: int) -> None:
-        """Move the runs' offsets within ``first``..``last`` to ``acquired`` (offset by offset,
-        for the rare steps that look at each)."""
+        """Move the runs holding offsets within ``first``..``last`` to ``acquired``, whole
+        (offset by offset, for the steps that look at each)."""
         for run in [r for r in self.runs if r[0] <= last and first <= r[1]]:
             self.runs.remove(run)
             self.acquired.update(dict.fromkeys(range(run[0], run[1] + 1), (run[2], run[3])))
@@ -253,8 +262,11 @@ class ShareLedger:
         """The application acknowledged one record; IllegalStateError when this member does not
         hold it (never delivered, or its acknowledgement already sent)."""
         part = self._parts.get(partition)
+        if part is not None and part.runs and offset not in part.acquired:
+            # Explicit acknowledgements come record by record: the run goes to single
+            # offsets once, and each acknowledgement after is one dictionary step.
+            part.spread(offset, offset)
         if part is None or (part.acquired.pop(offset, None) is None
-                            and not part.cut(offset, offset)
                             and offset not in part.acknowledged
                             and not part.cut_acks(offset, offset)):
             raise IllegalStateError(

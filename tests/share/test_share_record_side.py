@@ -347,3 +347,17 @@ def test_offset_runs_read_as_a_mapping_in_offset_order() -> None:
     assert runs.distinct() == {ACK_ACCEPT, ACK_REJECT}
     with pytest.raises(KeyError):
         runs[4]
+
+
+def test_polls_taking_part_of_a_run_and_explicit_acknowledgements_in_order() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 9, 1)), present=None, now=0, lock_s=30)
+    assert ledger.acknowledge_all(P0, range(0, 3), AcknowledgeType.ACCEPT) == 3  # trims it
+    assert ledger.acknowledge_all(P0, range(5, 7), AcknowledgeType.ACCEPT) == 2  # splits it
+    assert ledger.held() == {P0: [3, 4, 7, 8, 9]}
+    for offset in (3, 4, 7, 8, 9):
+        ledger.acknowledge(P0, offset, AcknowledgeType.RELEASE)
+    assert ledger.held() == {} and ledger.next_expiry() is None
+    assert ack_batches(ledger.take().acks[P0]) == [
+        _batch(0, 9, ACK_ACCEPT, ACK_ACCEPT, ACK_ACCEPT, ACK_RELEASE, ACK_RELEASE, ACK_ACCEPT,
+               ACK_ACCEPT, ACK_RELEASE, ACK_RELEASE, ACK_RELEASE)]
