@@ -167,8 +167,6 @@ def _roles(result: dict) -> dict[str, str]:
                                        or (w[1] == "standing.py" and w[2] == "park"))
                         for w in result["where"])
             name = "heartbeat reader" if group else "fetch reader"
-        elif name.startswith("groupkit-repeat-"):
-            name = "heartbeat timer"
         elif name.startswith("groupkit-group-"):
             name = "runner"
         elif name.startswith("groupkit-watchdog-"):

@@ -24,6 +24,7 @@ import contextlib
 import logging
 import math
 import random
+import select
 import socket
 import threading
 import time
@@ -63,7 +64,7 @@ from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import CLIENT_VERSIONS, negotiate
 from groupkit.runtime.reachability import Reachability
 from groupkit.runtime.reply import Reply
-from groupkit.runtime.standing import Standing
+from groupkit.runtime.standing import Standing, ride_all
 from groupkit.runtime.tls import TlsConfig
 
 if TYPE_CHECKING:
@@ -135,9 +136,12 @@ class _Link:
     answered: bool = False
     #: API key -> the (lowest, highest) version the broker listed in ApiVersions.
     advertised: dict[int, tuple[int, int]] = attrs.field(factory=dict)
-    #: The timed standing requests on this socket (their timers send them again; a failure
-    #: fails the one waiting for its time).
+    #: The timed standing requests on this socket (a failure fails the one waiting for its
+    #: time), the one the reader parked last, and the reader's poll of the socket while one
+    #: waits (``_backstop``).
     timed: list[Standing] = attrs.field(factory=list)
+    parked: Standing | None = None
+    poller: select.poll | None = None
 
 
 @attrs.define(eq=False)
@@ -517,8 +521,11 @@ class BrokerConnection:
                     self._last_sent = (request, version, last[2])  # compared by identity next
                 if standing is not None:
                     known = link.last_answer
-                    if standing.answer is None or (known is not None
-                                                   and known[3] is standing.answer):
+                    # A timed one only on a plain socket, which its reader can wait on with a
+                    # timeout (``_backstop``).
+                    if (standing.answer is None or (known is not None
+                                                    and known[3] is standing.answer)) \
+                            and (not standing.every or isinstance(link.sock, socket.socket)):
                         standing.frame = last[2]
                         standing.timeout = timeout
                     else:  # the answer kept is not the one the caller saw: sent once
@@ -562,10 +569,8 @@ class BrokerConnection:
                 standing = pending.standing
                 if standing is not None and standing.every:
                     standing.sent_at = pending.sent_at
-                    if standing.lock is None:  # its first send: its timer sends it again
-                        standing.start(link.lock,
-                                       lambda head: self._repeat(link, head, standing),
-                                       f"groupkit-repeat-{self.address}")
+                    if standing.lock is None:  # its first send
+                        standing.start(link.lock, lambda head: self._repeat(link, head, standing))
                         link.timed.append(standing)
                 # Wake the watchdog only if it would look too late: an idle member's
                 # heartbeats and fetches then cost it no wakeup each.
@@ -587,6 +592,8 @@ class BrokerConnection:
             recv = link.sock.recv
             pending = link.pending
             while True:
+                if link.parked is not None:
+                    self._backstop(link)
                 # A large frame (a Fetch answer) is received straight into its own buffer.
                 room = decoder.room()
                 if room is not None:
@@ -656,12 +663,34 @@ class BrokerConnection:
         link closed meanwhile: the answer is delivered."""
         if standing.every:
             parked = standing.park(head, response)
+            if parked:
+                link.parked = standing
             if parked is not None:
                 return parked
-            sent = self._repeat(link, head, standing)  # answered late: at once
-            standing.replan()
-            return sent
-        return standing.live and self._repeat(link, head, standing)
+        elif not standing.live:
+            return False
+        return self._repeat(link, head, standing)  # a timed one answered late: at once
+
+    def _backstop(self, link: _Link) -> None:
+        """A heartbeat waits for its time (``Standing.park``): wait for the socket no longer
+        than until then plus its slack, and send it if no other thread did meanwhile."""
+        standing = link.parked
+        assert standing is not None
+        link.parked = None
+        poller = link.poller
+        if poller is None:
+            assert isinstance(link.sock, socket.socket)  # a timed standing's (``_send_on``)
+            poller = link.poller = select.poll()
+            poller.register(link.sock, select.POLLIN)
+        while True:
+            left = standing.backstop()
+            if left is None:
+                return  # sent by another thread, ended or failed
+            if left <= 0:
+                standing.ride()
+                return
+            if poller.poll(left * 1000 + 1):
+                return  # something to read
 
     def _repeat(self, link: _Link, head: _Pending, standing: Standing) -> bool:
         """Send a standing request again: its kept frame with a new correlation id, in flight
@@ -685,6 +714,8 @@ class BrokerConnection:
         tick = standing.tick
         if tick is not None:
             tick(before, now)
+        if not standing.every:
+            ride_all()  # a thread awake anyway: a heartbeat whose time has come goes too
         return True
 
     def _dropped(self, link: _Link, reason: str) -> None:

@@ -199,6 +199,9 @@ class GroupRunner:
         interval expired (``rejoins_on_poll``: the poll is what rejoins) wakes the runner at
         once, so an application polling a joined member often costs the runner no wakeup.
         """
+        beat = self._beat
+        if beat is not None:
+            beat.standing.ride()  # awake anyway: a heartbeat whose time has come goes now
         with self._lock:
             if self._stopping:
                 return

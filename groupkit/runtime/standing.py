@@ -8,9 +8,16 @@ sends the kept frame once more with a new correlation id, without completing the
 Future and without its callbacks. A long poll stands at once (``every`` 0): the reader thread
 sends it again as its answer comes. A heartbeat stands ``every`` heartbeat interval, counted
 from one send to the next as the Java client counts it (Heartbeat.sentHeartbeat): an answer
-that comes before the next send is due waits (``park``) for a timer thread of the standing's
-own, which sleeps on a Bell until then and sends it; one that comes later is sent again at once
-by the reader thread.
+that comes before the next send is due waits (``park``) for its time.
+
+A waiting heartbeat goes with a thread that wakes anyway, as the Java client's application
+poll wakes its heartbeat thread when a heartbeat is due (AbstractCoordinator.pollHeartbeat):
+another standing request sent again (an idle consumer's long poll, ``ride_all``) or the
+application's poll (``ride``) sends it once its time has come; a thread woken for nothing else
+costs about as much again as the send. Failing that, the reader thread of its own connection,
+which waits for the socket with a timeout while a heartbeat waits (``backstop``), sends it at
+most ``slack`` after its time (Java's heartbeat thread looks every retry.backoff.ms, 100 ms).
+One that comes later than its time is sent again at once by the reader.
 
 The Future completes with the first answer that differs, with the first answer after ``end()``
 (at once with an answer waiting for its time), or fails with the connection (a request
@@ -29,12 +36,24 @@ from typing import TYPE_CHECKING
 import attrs
 
 from groupkit.protocol.schema import Response
-from groupkit.runtime.bell import Bell
 
 if TYPE_CHECKING:
     from groupkit.runtime.connection import _Pending
 
-__all__ = ["Standing"]
+__all__ = ["Standing", "ride_all"]
+
+#: The latest a waiting heartbeat goes after its time when no other thread takes it (at most
+#: a tenth of its interval).
+SLACK_S = 0.05
+
+#: The timed standings that may wait for their time, for ``ride_all``.
+_TIMED: list[Standing] = []
+
+
+def ride_all() -> None:
+    """Send every waiting heartbeat whose time has come (any thread that wakes anyway)."""
+    for standing in _TIMED:
+        standing.ride()
 
 
 @attrs.define(eq=False)
@@ -62,9 +81,9 @@ class Standing:
     sent_at: float = 0.0
     answered_at: float = 0.0
     #: A timed standing's: the lock of the socket it stands on, which guards ``live`` and
-    #: ``_parked``, and its timer's Bell (``start``).
+    #: ``_parked``, and how to send a repeat on it (``start``).
     lock: threading.Lock | None = None
-    _bell: Bell | None = None
+    _send: Callable[[_Pending], bool] | None = None
     #: A repeat whose unchanged answer came before its next send is due, waiting for it.
     _parked: _Pending | None = None
 
@@ -80,20 +99,33 @@ class Standing:
         if parked is not None:
             parked.future.set_result(self.answer)
 
+    def ride(self) -> None:
+        """Send the waiting repeat if its time has come (any thread; cheap when none waits)."""
+        if self._parked is None or time.monotonic() < self.sent_at + self.every:
+            return
+        lock = self.lock
+        assert lock is not None and self._send is not None
+        with lock:
+            head = self._parked
+            if head is None or time.monotonic() < self.sent_at + self.every:
+                return
+            self._parked = None
+        if not self._send(head):
+            head.future.set_result(self.answer)  # the socket closed: the answer is the news
+
     # --- the connection's side -----------------------------------------------------------------
 
-    def start(self, lock: threading.Lock, send: Callable[[_Pending], bool], name: str) -> None:
-        """A timed standing's first send went out on the socket ``lock`` guards: start its
-        timer thread, which calls ``send`` with each parked repeat at its time (False: the
-        socket closed, and the answer is delivered instead)."""
+    def start(self, lock: threading.Lock, send: Callable[[_Pending], bool]) -> None:
+        """A timed standing's first send went out on the socket ``lock`` guards; ``send`` puts
+        a waiting repeat in flight there (False: the socket closed)."""
         self.lock = lock
-        self._bell = Bell()
-        threading.Thread(target=self._time, args=(send,), daemon=True, name=name).start()
+        self._send = send
+        _TIMED.append(self)
 
     def park(self, head: _Pending, response: Response) -> bool | None:
-        """On the reader thread, ``head``'s answer unchanged: True when it now waits for the
-        timer, False when the standing ended (the answer is delivered), None when the next
-        send is due already (the reader sends it, then calls ``replan``)."""
+        """On the reader thread, ``head``'s answer unchanged: True when it now waits for its
+        time, False when the standing ended (the answer is delivered), None when the next send
+        is due already (the reader sends it)."""
         assert self.lock is not None
         with self.lock:
             now = time.monotonic()
@@ -106,46 +138,25 @@ class Standing:
             self._parked = head
             return True
 
-    def replan(self) -> None:
-        """The reader sent a repeat itself: the timer, waiting for an answer, looks again."""
-        if self._bell is not None:
-            self._bell.ring()
+    def backstop(self) -> float | None:
+        """Seconds the reader may wait for the socket before it sends the waiting repeat
+        itself (no other thread took it within ``slack`` of its time); None: none waits."""
+        if self._parked is None:
+            return None
+        return self.sent_at + self.every + min(SLACK_S, self.every / 10) - time.monotonic()
 
     def done(self) -> None:
-        """The Future completes (an answer that differs): no more repeats; the timer ends."""
+        """The Future completes (an answer that differs): no more repeats."""
         self.live = False
-        if self._bell is not None:
-            self._bell.ring()
+        if self.lock is not None:
+            try:  # noqa: SIM105 - ended here, or by another thread meanwhile
+                _TIMED.remove(self)
+            except ValueError:
+                pass
 
     def stop(self) -> _Pending | None:
         """No more repeats (the caller holds ``lock``): the repeat waiting for its time, if any,
-        for the caller to complete; the timer ends."""
-        self.live = False
+        for the caller to complete."""
         parked, self._parked = self._parked, None
-        if self._bell is not None:
-            self._bell.ring()
+        self.done()
         return parked
-
-    def _time(self, send: Callable[[_Pending], bool]) -> None:
-        """The timer thread: send each parked repeat when its time comes, until ended. Between
-        two heartbeats it wakes once, at the next one's time (an answer that came early waits
-        for it), or, when the answer is late, when the reader sent the next one (``replan``)."""
-        lock, bell = self.lock, self._bell
-        assert lock is not None and bell is not None
-        wait: float | None = self.every
-        while True:
-            bell.wait(wait)
-            with lock:
-                if not self.live:
-                    return
-                now = time.monotonic()
-                at = self.sent_at + self.every
-                head = None
-                if now >= at:
-                    head, self._parked = self._parked, None
-            if head is None:
-                wait = at - now if at > now else None  # None: until the reader sends it
-            elif send(head):
-                wait = self.every
-            else:
-                head.future.set_result(self.answer)  # the socket closed: the answer is the news

@@ -195,8 +195,8 @@ def timed(gated: Gated, conn: BrokerConnection, every: float, done: list[Future[
 
 
 def test_a_timed_standing_request_goes_again_an_interval_after_the_one_before() -> None:
-    # Every answer is let go at once: each waits for the standing's timer thread, which sends
-    # the next one an interval after the one before went out, not as the answer comes.
+    # Every answer is let go at once: each waits, and the reader sends the next one once an
+    # interval has passed since the one before went out, not as the answer comes.
     gated = Gated(codes=[0, 0, 0, 0, 0, 0, 0, 27])
     done: list[Future[Any]] = []
     try:
@@ -210,8 +210,6 @@ def test_a_timed_standing_request_goes_again_an_interval_after_the_one_before() 
     times = gated.times[3:]
     assert len(times) == 5, gated.times  # the standing's first send and its four repeats
     assert all(b - a >= 0.19 for a, b in zip(times, times[1:], strict=False)), times
-    wait_for(lambda: not [t for t in threading.enumerate()
-                          if t.name.startswith("groupkit-repeat-")], 5, "the timer to end")
 
 
 def test_a_timed_standing_answered_late_goes_again_at_once() -> None:
@@ -282,3 +280,56 @@ def test_a_request_stands_only_on_the_answer_its_caller_saw() -> None:
             assert gated.count == 3
     finally:
         gated.broker.close()
+
+
+def test_a_waiting_timed_standing_goes_with_a_thread_awake_anyway_once_its_time_came() -> None:
+    gated = Gated()
+    done: list[Future[Any]] = []
+    ticks: list[str] = []
+    try:
+        with BrokerConnection("127.0.0.1", gated.broker.port) as conn:
+            standing = timed(gated, conn, 0.3, done)
+            standing.tick = lambda before, now: ticks.append(threading.current_thread().name)
+            gated.release()
+            wait_for(lambda: standing.answered_at > 0, 5, "the unchanged answer")
+            standing.ride()  # too early: nothing goes
+            assert gated.count == 4 and not ticks
+            # Pacing to the send's time (within the reader's slack after it, 30 ms).
+            time.sleep(max(0.0, standing.sent_at + 0.3 - time.monotonic()))
+            standing.ride()
+            gated.wait_count(5)
+            assert ticks == [threading.current_thread().name]  # sent from here
+            standing.end()
+            gated.release()
+            assert _wait_done(done).result().error_code == 0
+    finally:
+        gated.broker.close()
+
+
+def test_another_standing_requests_repeat_takes_a_timed_one_whose_time_came() -> None:
+    # A heartbeat waits on one connection while a long poll stands on another, answered at
+    # once: the long poll's reader thread, awake for its own answers, sends the heartbeat.
+    def long_poll(sock: Any, header: Any, request: Any) -> None:
+        time.sleep(0.02)  # held a little, as an empty long poll is
+        reply(sock, header, HeartbeatResponse(error_code=0))
+
+    gated = Gated()
+    polls = FakeBroker(long_poll)
+    done: list[Future[Any]] = []
+    ticks: list[str] = []
+    try:
+        with BrokerConnection("127.0.0.1", gated.broker.port) as conn, \
+                BrokerConnection("127.0.0.1", polls.port) as other:
+            standing = timed(gated, conn, 0.2, done)
+            standing.tick = lambda before, now: ticks.append(threading.current_thread().name)
+            gated.release(100)
+            for _ in range(2):
+                other.send(HEARTBEAT).result(5)
+            assert other.send_connected(HEARTBEAT, other.versions[ApiKey.HEARTBEAT], 5000,
+                                        lambda f: None, standing=Standing())
+            wait_for(lambda: len(ticks) >= 3, 10, "three heartbeats")
+            standing.end()
+    finally:
+        gated.broker.close()
+        polls.close()
+    assert f"groupkit-reader-127.0.0.1:{polls.port}" in ticks, ticks
