@@ -39,6 +39,8 @@ from tests.protocol.corrupt_records import SEEDS, mutate, mutation, recrc_v2
 needs_native = pytest.mark.skipif(not native.available,
                                   reason="the C record reader is not built")
 CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
+#: Both record readers; the C one only where it is built.
+READERS = [pytest.param("c", marks=needs_native), "python"]
 INT64_MAX = 2**63 - 1
 
 
@@ -295,7 +297,7 @@ def test_crc32c_of_a_large_buffer_and_the_check_value() -> None:
     assert native.module.crc32c(data) == packaged_crc32c(data)
 
 
-@pytest.mark.parametrize("which", ["c", "python"])
+@pytest.mark.parametrize("which", READERS)
 @pytest.mark.parametrize("compression", [None, "zstd"])
 def test_up_to_leaves_a_batchs_later_records_undecoded(which: str,
                                                        compression: str | None) -> None:
@@ -307,7 +309,7 @@ def test_up_to_leaves_a_batchs_later_records_undecoded(which: str,
         assert len(decode_records(data, up_to=109)) == 10 == len(decode_records(data))
 
 
-@pytest.mark.parametrize("which", ["c", "python"])
+@pytest.mark.parametrize("which", READERS)
 def test_up_to_keeps_every_record_at_or_before_it_when_offsets_have_holes(which: str) -> None:
     # A compacted batch: offsets 100, 103, 104, 108 (deltas with holes).
     kept = [Record(offset=o, timestamp=0, key=None, value=b"x") for o in (100, 103, 104, 108)]
@@ -325,7 +327,7 @@ def test_up_to_still_checks_the_whole_batchs_crc() -> None:
     assert [r.offset for r in decode_records(bytes(data), up_to=2, check_crc=False)] == [0, 1, 2]
 
 
-@pytest.mark.parametrize("which", ["c", "python"])
+@pytest.mark.parametrize("which", READERS)
 @pytest.mark.parametrize("compression", [None, "zstd"])
 def test_from_offset_passes_over_a_batchs_earlier_records(which: str,
                                                           compression: str | None) -> None:
@@ -340,7 +342,7 @@ def test_from_offset_passes_over_a_batchs_earlier_records(which: str,
         assert len(decode_records(data, from_offset=100)) == 10
 
 
-@pytest.mark.parametrize("which", ["c", "python"])
+@pytest.mark.parametrize("which", READERS)
 def test_from_offset_with_holes_keeps_every_record_at_or_after_it(which: str) -> None:
     kept = [Record(offset=o, timestamp=0, key=None, value=b"x") for o in (100, 103, 104, 108)]
     data = encode_batch(kept, base_offset=100)
@@ -348,7 +350,7 @@ def test_from_offset_with_holes_keeps_every_record_at_or_after_it(which: str) ->
         assert [r.offset for r in decode_records(data, from_offset=101)] == [103, 104, 108]
 
 
-@pytest.mark.parametrize("which", ["c", "python"])
+@pytest.mark.parametrize("which", READERS)
 def test_a_record_passed_over_still_may_not_run_past_the_batch(which: str) -> None:
     data = bytearray(encode_batch([(None, b"v%d" % i) for i in range(3)], base_offset=0))
     data[61] = 0x7E  # the first record's length (a zigzag varint, 63): past the records' end
