@@ -9,12 +9,13 @@ every waiter at once with KafkaConnectionError; the next ``send`` reconnects aft
 reconnect back-off (``groupkit.group.backoff``: exponential with jitter, as Java's). ``hooks`` hear of failed connects and broken connections
 (``BrokerUnreachable``) and of the first connect after failures (``BrokerRecovered``).
 
-Future callbacks run on the reader thread (a timed standing request's, maybe on its timer
-thread or the thread that ends it: ``standing``): keep them short and never block in them.
+Future callbacks run on the reader thread (a timed standing request's, maybe on the thread
+that sent it again or ended it: ``standing``): keep them short and never block in them.
 
 Over 600 lines because the send path, the reader loop (with its inline path for an idle
-member's unchanged answers), the watchdog and the reconnects all work on one ``_Link`` under
-one lock: split apart, each part would reach into the others' state.
+member's unchanged answers and the standing requests' repeats), the watchdog and the
+reconnects all work on one ``_Link`` under one lock: split apart, each part would reach into
+the others' state. What a standing request does on its own is in ``standing``.
 """
 
 from __future__ import annotations
@@ -593,7 +594,7 @@ class BrokerConnection:
             pending = link.pending
             while True:
                 if link.parked is not None:
-                    self._backstop(link)
+                    self._backstop(link, link.parked)
                 # A large frame (a Fetch answer) is received straight into its own buffer.
                 room = decoder.room()
                 if room is not None:
@@ -658,9 +659,10 @@ class BrokerConnection:
     def _stand_again(self, link: _Link, head: _Pending, standing: Standing,
                      response: Response) -> bool:
         """A standing request's answer (``head``'s) repeated: send it again now (``_repeat``),
-        or, for a timed standing whose next send is not due yet, park ``head`` until its timer
-        sends it (``Standing.park``). False, and nothing sent, when the standing ended or the
-        link closed meanwhile: the answer is delivered."""
+        or, for a timed standing whose next send is not due yet, park ``head`` until a thread
+        awake anyway or this reader (``_backstop``) sends it at its time (``Standing.park``).
+        False, and nothing sent, when the standing ended or the link closed meanwhile: the
+        answer is delivered."""
         if standing.every:
             parked = standing.park(head, response)
             if parked:
@@ -671,26 +673,17 @@ class BrokerConnection:
             return False
         return self._repeat(link, head, standing)  # a timed one answered late: at once
 
-    def _backstop(self, link: _Link) -> None:
-        """A heartbeat waits for its time (``Standing.park``): wait for the socket no longer
-        than until then plus its slack, and send it if no other thread did meanwhile."""
-        standing = link.parked
-        assert standing is not None
+    @staticmethod
+    def _backstop(link: _Link, standing: Standing) -> None:
+        """A heartbeat waits for its time (``Standing.park``): the reader waits for the socket
+        until then at most, and sends it if no other thread did (``Standing.backstop``)."""
         link.parked = None
         poller = link.poller
         if poller is None:
             assert isinstance(link.sock, socket.socket)  # a timed standing's (``_send_on``)
             poller = link.poller = select.poll()
             poller.register(link.sock, select.POLLIN)
-        while True:
-            left = standing.backstop()
-            if left is None:
-                return  # sent by another thread, ended or failed
-            if left <= 0:
-                standing.ride()
-                return
-            if poller.poll(left * 1000 + 1):
-                return  # something to read
+        standing.backstop(poller)
 
     def _repeat(self, link: _Link, head: _Pending, standing: Standing) -> bool:
         """Send a standing request again: its kept frame with a new correlation id, in flight

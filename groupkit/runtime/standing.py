@@ -28,6 +28,7 @@ it would send at all, changes.
 
 from __future__ import annotations
 
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -138,12 +139,19 @@ class Standing:
             self._parked = head
             return True
 
-    def backstop(self) -> float | None:
-        """Seconds the reader may wait for the socket before it sends the waiting repeat
-        itself (no other thread took it within ``slack`` of its time); None: none waits."""
-        if self._parked is None:
-            return None
-        return self.sent_at + self.every + min(SLACK_S, self.every / 10) - time.monotonic()
+    def backstop(self, poller: select.poll) -> None:
+        """On the reader thread, a repeat of this standing waiting for its time: wait for the
+        socket (``poller``) until then plus the slack at most, and send it if no other thread
+        did meanwhile; return when it is sent (by anyone), the standing ended, or the socket
+        has something to read."""
+        slack = min(SLACK_S, self.every / 10)
+        while self._parked is not None:
+            left = self.sent_at + self.every + slack - time.monotonic()
+            if left <= 0:
+                self.ride()
+                return
+            if poller.poll(left * 1000 + 1):
+                return
 
     def done(self) -> None:
         """The Future completes (an answer that differs): no more repeats."""
