@@ -145,6 +145,17 @@ class Member:
                  and self.runner._beat.standing.sent_at > 0, 10, "the heartbeat to stand",
                  step=self.serve)
 
+    def rejoined_from(self, generation: int) -> None:
+        """The member rejoins from ``generation``, its new heartbeat stands, and no heartbeat
+        of ``generation`` went after the JoinGroup (three intervals' pacing for one to)."""
+        wait_for(lambda: self.fake.generation == generation + 1, 5, "the rejoin",
+                 step=self.serve)
+        self.wait_standing()
+        pace(3)
+        log = self.fake.log
+        join = max(i for i, (key, _) in enumerate(log) if key == ApiKey.JOIN_GROUP)
+        assert not [g for key, g in log[join:] if key == ApiKey.HEARTBEAT and g == generation]
+
     def beats(self, generation: int | None = None) -> int:
         return self.fake.count(ApiKey.HEARTBEAT, generation)
 
@@ -256,13 +267,7 @@ def test_a_commit_refused_for_the_generation_rejoins(member: Any) -> None:
     generation = m.fake.generation
     fence = m.runner.commit_fence()
     m.runner.commit_error(fence, ErrorCode.ILLEGAL_GENERATION, 1, timeout=5)
-    wait_for(lambda: m.fake.generation == generation + 1, 5, "the rejoin", step=m.serve)
-    m.wait_standing()
-    pace(3)
-    # No heartbeat of the old generation went after the JoinGroup.
-    log = m.fake.log
-    join = max(i for i, (key, _) in enumerate(log) if key == ApiKey.JOIN_GROUP)
-    assert not [g for key, g in log[join:] if key == ApiKey.HEARTBEAT and g == generation]
+    m.rejoined_from(generation)
 
 
 def test_a_rejoin_asked_for_ends_the_old_generations_heartbeats(member: Any) -> None:
@@ -270,12 +275,7 @@ def test_a_rejoin_asked_for_ends_the_old_generations_heartbeats(member: Any) -> 
     m.join()
     generation = m.fake.generation
     m.runner.request_rejoin("the subscription changed")
-    wait_for(lambda: m.fake.generation == generation + 1, 5, "the rejoin", step=m.serve)
-    m.wait_standing()
-    pace(3)
-    log = m.fake.log
-    join = max(i for i, (key, _) in enumerate(log) if key == ApiKey.JOIN_GROUP)
-    assert not [g for key, g in log[join:] if key == ApiKey.HEARTBEAT and g == generation]
+    m.rejoined_from(generation)
 
 
 def test_a_hook_hears_of_every_standing_heartbeat(member: Any) -> None:
