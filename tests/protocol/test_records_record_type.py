@@ -59,3 +59,31 @@ def test_plain_records_stay_plain() -> None:
 def test_a_record_type_that_cannot_be_filled_is_refused(bad: type) -> None:
     with pytest.raises(ConfigError, match="record_type"):
         decode_records(encode_batch([(None, b"v")]), topic="t", partition=0, record_type=bad)
+
+
+def test_a_record_type_is_checked_once_and_each_call_gets_its_own_source(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from groupkit.protocol.records import construct
+
+    @attrs.frozen
+    class Fresh(Record):
+        topic: str = attrs.field(kw_only=True)
+        partition: int = attrs.field(kw_only=True)
+
+    checked: list[type] = []
+    fields = attrs.fields
+
+    def counting(cls: type) -> tuple[attrs.Attribute, ...]:
+        checked.append(cls)
+        return fields(cls)
+
+    monkeypatch.setattr(construct.attrs, "fields", counting)
+    data = encode_batch([(None, b"v")])
+    first = decode_records(data, topic="a", partition=1, record_type=Fresh)
+    second = decode_records(data, topic="b", partition=2, record_type=Fresh)
+    assert checked.count(Fresh) == 1
+    assert [(r.topic, r.partition) for r in first + second] == [("a", 1), ("b", 2)]
+    with pytest.raises(ConfigError, match="record_type"):  # a refused one stays refused
+        decode_records(data, topic="t", partition=0, record_type=WithExtra)
+    with pytest.raises(ConfigError, match="record_type"):
+        decode_records(data, topic="t", partition=0, record_type=WithExtra)

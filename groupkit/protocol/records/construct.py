@@ -34,6 +34,21 @@ def _make(record_type: type[Record], topic: str | None, partition: int | None) -
     caller sets every one on every record it keeps (a share record's delivery count)."""
     if record_type is Record:
         return _PLAIN
+    setters = _setters.get(record_type)
+    if setters is None:
+        setters = _setters[record_type] = _source_setters(record_type)
+    return record_type, ((setters[0], topic), (setters[1], partition))
+
+
+#: The topic and partition slot setters of each record type ``_make`` has checked: the check
+#: reads the attrs fields of both classes (tens of microseconds a call, once per answer), and
+#: a class's fields and slots do not change once it is made.
+_setters: dict[type[Record], tuple[Any, Any]] = {}
+
+
+def _source_setters(record_type: type[Record]) -> tuple[Any, Any]:
+    """The slot setters of ``record_type``'s ``topic`` and ``partition``, once it is checked
+    to be a record type ``_make`` can build."""
     if not (isinstance(record_type, type) and issubclass(record_type, Record)):
         raise ConfigError(f"record_type must be Record or an attrs subclass of it, not "
                           f"{record_type!r}")
@@ -42,8 +57,7 @@ def _make(record_type: type[Record], topic: str | None, partition: int | None) -
     if extra != _SOURCE_FIELDS or "__slots__" not in record_type.__dict__:
         raise ConfigError(f"record_type {record_type.__name__} must be slotted and add exactly"
                           f" the fields 'topic' and 'partition' to Record, not {sorted(extra)}")
-    return record_type, ((_slot(record_type, "topic").__set__, topic),
-                         (_slot(record_type, "partition").__set__, partition))
+    return _slot(record_type, "topic").__set__, _slot(record_type, "partition").__set__
 
 
 def _slot(cls: type, name: str) -> Any:
