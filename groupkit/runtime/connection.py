@@ -65,7 +65,7 @@ from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import CLIENT_VERSIONS, negotiate
 from groupkit.runtime.reachability import Reachability
 from groupkit.runtime.reply import Reply
-from groupkit.runtime.standing import Standing, ride_all
+from groupkit.runtime.standing import InFlight, Standing, ride_all
 from groupkit.runtime.tls import TlsConfig
 
 if TYPE_CHECKING:
@@ -93,26 +93,6 @@ _DROP_WINDOW_S = 1.0
 
 
 @attrs.define(eq=False)
-class _Pending:
-    """A request in flight (changed only to put a standing request in flight again, once its
-    answer took it off ``pending``: ``_repeat``). A slotted attrs class: on CPython 3.11 it
-    is made and read faster than a NamedTuple, whose field reads are not specialized."""
-
-    correlation_id: int
-    api_key: int
-    version: int
-    response_cls: type[Response]
-    future: Future[Any]
-    sent_at: float
-    deadline: float
-    handshake: bool = False
-    #: A request equal to the one sent before it, so its answer may repeat too.
-    repeat: bool = False
-    #: Sent again by the connection while its answer repeats (see ``Standing``).
-    standing: Standing | None = None
-
-
-@attrs.define(eq=False)
 class _Link:
     """One socket's lifetime: its in-flight requests and its reader and watchdog threads."""
 
@@ -125,7 +105,7 @@ class _Link:
     #: The watchdog's wait and wakeups, on ``lock``.
     cond: threading.Condition = attrs.field(
         default=attrs.Factory(lambda link: threading.Condition(link.lock), takes_self=True))
-    pending: collections.deque[_Pending] = attrs.field(factory=collections.deque)
+    pending: collections.deque[InFlight] = attrs.field(factory=collections.deque)
     versions: dict[int, int] = attrs.field(factory=dict)
     closed: bool = False
     #: When the watchdog looks at ``pending`` next by itself (inf: only when woken).
@@ -549,13 +529,13 @@ class BrokerConnection:
                     return future
                 future.set_result(None)
                 return future
-            self._fly(link, frame, _Pending(correlation_id, request.API_KEY, version,
+            self._fly(link, frame, InFlight(correlation_id, request.API_KEY, version,
                                             type(request).Response, future, now, now + timeout,
                                             handshake, repeat, standing))
         return future
 
     def _fly(self, link: _Link, frame: bytes | bytearray,
-             pending: _Pending | None) -> OSError | ValueError | None:
+             pending: InFlight | None) -> OSError | ValueError | None:
         """Put ``pending`` in flight on ``link`` (None: a request that gets no answer) and write
         ``frame``, which carries its correlation id: how every request goes out, a first send
         or a standing one's repeat. The caller holds the write lock. Raises
@@ -656,7 +636,7 @@ class BrokerConnection:
             self._fail_link(link, KafkaConnectionError(
                 f"the connection to {self.address} broke: {exc}; the next send reconnects"))
 
-    def _stand_again(self, link: _Link, head: _Pending, standing: Standing,
+    def _stand_again(self, link: _Link, head: InFlight, standing: Standing,
                      response: Response) -> bool:
         """A standing request's answer (``head``'s) repeated: send it again now (``_repeat``),
         or, for a timed standing whose next send is not due yet, park ``head`` until a thread
@@ -685,7 +665,7 @@ class BrokerConnection:
             poller.register(link.sock, select.POLLIN)
         standing.backstop(poller)
 
-    def _repeat(self, link: _Link, head: _Pending, standing: Standing) -> bool:
+    def _repeat(self, link: _Link, head: InFlight, standing: Standing) -> bool:
         """Send a standing request again: its kept frame with a new correlation id, in flight
         as ``head`` (answered, so off ``pending``) with that id and new times; then ``tick``.
         False, and nothing sent, when the link closed meanwhile."""
@@ -742,7 +722,7 @@ class BrokerConnection:
             + (f" (the newest release whose {api} stops below v{head.version})." if pin else "."))
         self._fail_link(link, error, head)
 
-    def _complete(self, link: _Link, frame: Frame) -> tuple[_Pending, Response] | None:
+    def _complete(self, link: _Link, frame: Frame) -> tuple[InFlight, Response] | None:
         """The oldest request in flight and its response decoded from ``frame``, taken off
         ``pending``: every answer but an unchanged one to a repeated request (``_read_loop``).
         None when there is nothing to complete: the link failed (a handshake answer that
@@ -781,7 +761,7 @@ class BrokerConnection:
         return head, response
 
     @staticmethod
-    def _decode_repeat(link: _Link, frame: Frame, head: _Pending) -> Response:
+    def _decode_repeat(link: _Link, frame: Frame, head: InFlight) -> Response:
         """A new answer to a repeated request (see ``_complete``), kept for the next repeat.
         An answer over ``_REPEAT_FRAME_BYTES`` (a repeated fetch's records at last) is not
         kept: it would hold a copy of the frame, and through the response's record views the
@@ -818,7 +798,7 @@ class BrokerConnection:
     # --- failing and closing -------------------------------------------------------------------
 
     def _fail_link(self, link: _Link, error: GroupkitError,
-                   culprit: _Pending | None = None) -> None:
+                   culprit: InFlight | None = None) -> None:
         """Close ``link`` and fail all its waiters: ``culprit`` with ``error``, the rest with
         a KafkaConnectionError that says why."""
         with link.cond:
@@ -888,7 +868,7 @@ def _api_name(api_key: int) -> str:
         return f"API {api_key}"
 
 
-def _decode(frame: Frame, pending: _Pending) -> Response:
+def _decode(frame: Frame, pending: InFlight) -> Response:
     if pending.api_key == ApiKey.API_VERSIONS:
         return _decode_api_versions(frame, pending.version)
     return decode_response_frame(frame, pending.response_cls, pending.version)[1]
