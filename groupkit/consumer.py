@@ -48,7 +48,7 @@ from groupkit.group import (
 from groupkit.group.consumer_protocol import ConsumerProtocol
 from groupkit.group.member_machine import MemberMachine
 from groupkit.runtime.bell import Bell
-from groupkit.runtime.cluster import FETCH, Cluster
+from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.connection import BrokerConnection
 from groupkit.runtime.group_runner import GroupRunner
 from groupkit.runtime.metadata import ClusterMetadata
@@ -833,38 +833,36 @@ class Consumer:
 
     def _fetch_view(self, future: Future[ClusterMetadata]) -> None:
         try:
-            metadata = self._cluster.refresh()
+            future.set_result(self._cluster.refresh())
         except Exception as exc:
             future.set_exception(exc)
             return
-        future.set_result(metadata)
         _preload_fetch_side()
-        self._connect_ahead(metadata)
+        self._connect_ahead()
 
-    def _connect_ahead(self, metadata: ClusterMetadata) -> None:
-        """While the coordinator holds the join, open the connections the first fetch goes
-        over once the member is synced: the committed offsets' to the coordinator, and the
-        fetch connections to the leaders of the subscribed topics' partitions.
+    def _connect_ahead(self) -> None:
+        """While the coordinator holds the join, open the connection the member's first
+        OffsetFetch goes over once it is synced: the committed offsets' to the coordinator.
 
-        Java opens none then: its OffsetFetch goes over its one coordinator connection, its
-        ListOffsets and Fetch over the node connection its metadata used. groupkit pools a
-        connection per purpose, so two handshakes (a connect, ApiVersions and two threads
-        each) sat between the SyncGroup's answer and the first Fetch, half of that gap.
-        Nothing fails here: a connection that cannot be made now is made again, and its
+        Java opens none then: its OffsetFetch goes over its one coordinator connection.
+        groupkit pools a connection per purpose, so a handshake (a connect, ApiVersions and two
+        threads) sat between the SyncGroup's answer and the first Fetch. The leaders' fetch
+        connections are left to the assignment, as Java leaves them: which leaders a member
+        fetches from is known only then, and a connection opened ahead to every leader of the
+        subscribed topics would stay open, two threads each, to brokers it may never fetch
+        from. Nothing fails here: a connection that cannot be made now is made again, and its
         failure reported, by the request that needs it."""
         from groupkit.runtime.offsets import COMMIT_PURPOSE  # loaded by the preload
 
         group_id = self.config.group_id
         assert group_id is not None
         timeout = self.config.socket_connection_setup_timeout_ms / 1000
-        wanted = {(node, FETCH) for info in metadata.topics.values()
-                  for node in {p.leader for p in info.partitions.values()} if node >= 0}
         try:
-            wanted.add((self._cluster.coordinator(group_id), COMMIT_PURPOSE))
-            for node, purpose in sorted(wanted):
-                self._cluster.connection(node, purpose).connect(timeout)
+            node = self._cluster.coordinator(group_id)
+            self._cluster.connection(node, COMMIT_PURPOSE).connect(timeout)
         except Exception as exc:
-            log.debug("connecting ahead of the first fetch failed (%s); the fetch connects", exc)
+            log.debug("connecting ahead of the first OffsetFetch failed (%s); it connects",
+                      exc)
 
     def _cluster_view(self, topics: frozenset[str]) -> ClusterView:
         """Partition counts and replica racks for the leader's assignor, from metadata fetched

@@ -208,10 +208,10 @@ def test_a_fetch_side_that_cannot_load_fails_at_its_use_on_the_applications_thre
 def test_a_new_member_prepares_its_first_fetch_while_the_coordinator_holds_its_join(
         kafka_broker: LocalBroker) -> None:  # noqa: F811
     # Tansu holds a new group's JoinGroup for its initial rebalance delay (seconds); the
-    # fetch side loads meanwhile, on the metadata thread the join starts, and the connections
-    # of the first fetch open (the committed offsets' to the coordinator, the leader's fetch
-    # connection), so all is in before the JoinGroup's answer (the Joined event, on the
-    # runner thread) and the assignment.
+    # fetch side loads meanwhile, on the metadata thread the join starts, and the connection
+    # of the first OffsetFetch opens (the committed offsets' to the coordinator), so all is in
+    # before the JoinGroup's answer (the Joined event, on the runner thread) and the
+    # assignment; the leader's fetch connection waits for the assignment, as Java's does.
     topic = f"footprint-{os.getpid()}-{time.monotonic_ns()}"
     create_topic(kafka_broker.bootstrap_servers, topic, 1)
     probe = (
@@ -242,7 +242,7 @@ def test_a_new_member_prepares_its_first_fetch_while_the_coordinator_holds_its_j
         "print(json.dumps(seen))\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=ROOT, timeout=60, env={**os.environ})
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [*FETCH_SIDE, True, True]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [*FETCH_SIDE, False, True]
 
 
 @pytest.mark.broker
@@ -266,7 +266,7 @@ def test_a_member_without_hooks_joins_and_syncs_without_the_hook_events(
         "    return load()\n"
         "module._fetch_side = looked\n"
         "module._preload_fetch_side = lambda: None\n"
-        "module.Consumer._connect_ahead = lambda self, metadata: None\n"
+        "module.Consumer._connect_ahead = lambda self: None\n"
         f"c = module.Consumer(bootstrap_servers={kafka_broker.bootstrap_servers!r},\n"
         f"                    group_id='g-' + {topic!r}, session_timeout_ms=6000,\n"
         "                    heartbeat_interval_ms=500)\n"
