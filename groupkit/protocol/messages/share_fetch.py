@@ -19,9 +19,10 @@ the lock timeout too.
 from __future__ import annotations
 
 import uuid
+from struct import Struct as Layout, error as StructError
 
 from groupkit.errors import ApiKey
-from groupkit.protocol.primitives import NULL_UUID
+from groupkit.protocol.primitives import NULL_UUID, Reader
 from groupkit.protocol.schema import (
     BOOL,
     INT8,
@@ -160,8 +161,145 @@ class ShareFetchResponse(Response):
     responses: list[ShareFetchResponseTopic] = f(Array(ShareFetchResponseTopic))
     node_endpoints: list[ShareNodeEndpoint] = f(Array(ShareNodeEndpoint))
 
+    @classmethod
+    def decode_from(cls, r: Reader, version: int) -> ShareFetchResponse:
+        """The schema's decode, by a reader made for this answer first (see ``_read_answer``):
+        a share consumer reads one per fetch, on a connection's reader thread."""
+        if 1 <= version <= cls.MAX_VERSION:
+            try:
+                return _read_answer(r)
+            except (_Unusual, IndexError, ValueError, StructError):
+                pass  # the schema reads it again from the start, or says what is wrong
+        return super().decode_from(r, version)
+
 
 pair(ShareFetchRequest, ShareFetchResponse)
+
+
+class _Unusual(Exception):
+    """An answer ``_read_answer`` leaves to the schema's reader."""
+
+
+_HEAD = Layout(">ih")  # throttle_time_ms, error_code; a partition's index, error code
+_I16 = Layout(">h")
+_I32 = Layout(">i")
+_LEADER = Layout(">iiB")  # leader id, epoch, empty tagged fields
+_ACQUIRED = Layout(">qqhB")  # first offset, last offset, delivery count, no tags
+_UUID = Layout("16s")
+
+
+def _read_answer(r: Reader) -> ShareFetchResponse:
+    """A ShareFetch v1-v2 answer read straight off the buffer into the schema's structs, as the
+    schema reads it, for the shape brokers send: no tagged fields, lengths that fit. Anything
+    else (a tagged field, an overrun, a bad string, a negative length) raises, and the caller
+    reads the answer with the schema, which keeps unknown tags and names what is wrong.
+    ``r.pos`` moves past the answer only when it is read here."""
+    buf, pos, end = r.buf, r.pos, r.end
+
+    def uvarint() -> int:
+        nonlocal pos
+        b = buf[pos]
+        pos += 1
+        if b < 0x80:
+            return b
+        result, shift = b & 0x7F, 7
+        while True:
+            b = buf[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result
+            shift += 7
+            if shift > 35:
+                raise _Unusual
+
+    def text() -> str | None:
+        nonlocal pos
+        n = uvarint() - 1
+        if n < 0:
+            return None
+        if pos + n > end:
+            raise _Unusual
+        pos += n
+        return str(buf[pos - n:pos], "utf-8")
+
+    def count() -> int:
+        n = uvarint() - 1
+        if n < 0 or n > end - pos:
+            raise _Unusual
+        return n
+
+    def no_tags() -> None:
+        nonlocal pos
+        if buf[pos]:
+            raise _Unusual
+        pos += 1
+
+    throttle, code = _HEAD.unpack_from(buf, pos)
+    pos += 6
+    message = text()
+    lock_ms = _I32.unpack_from(buf, pos)[0]
+    pos += 4
+    topics = []
+    for _ in range(count()):
+        topic_id = uuid.UUID(bytes=_UUID.unpack_from(buf, pos)[0])
+        pos += 16
+        partitions = []
+        for _ in range(count()):
+            index, part_code = _HEAD.unpack_from(buf, pos)
+            pos += 6
+            part_message = text()
+            ack_code = _I16.unpack_from(buf, pos)[0]
+            pos += 2
+            ack_message = text()
+            leader_id, leader_epoch, tags = _LEADER.unpack_from(buf, pos)
+            pos += 9
+            if tags:
+                raise _Unusual
+            n = uvarint() - 1
+            if n < 0:
+                records = None
+            else:
+                if pos + n > end:
+                    raise _Unusual
+                records = buf[pos:pos + n].toreadonly()
+                pos += n
+            acquired = []
+            for _ in range(count()):
+                first, last, deliveries, tags = _ACQUIRED.unpack_from(buf, pos)
+                pos += 19
+                if tags:
+                    raise _Unusual
+                acquired.append(AcquiredRecords(first_offset=first, last_offset=last,
+                                                delivery_count=deliveries))
+            no_tags()
+            partitions.append(ShareFetchResponsePartition(
+                partition_index=index, error_code=part_code, error_message=part_message,
+                acknowledge_error_code=ack_code, acknowledge_error_message=ack_message,
+                current_leader=ShareLeaderIdAndEpoch(leader_id=leader_id,
+                                                     leader_epoch=leader_epoch),
+                records=records, acquired_records=acquired))
+        no_tags()
+        topics.append(ShareFetchResponseTopic(topic_id=topic_id, partitions=partitions))
+    endpoints = []
+    for _ in range(count()):
+        node_id = _I32.unpack_from(buf, pos)[0]
+        pos += 4
+        host = text()
+        if host is None:
+            raise _Unusual
+        port = _I32.unpack_from(buf, pos)[0]
+        pos += 4
+        rack = text()
+        no_tags()
+        endpoints.append(ShareNodeEndpoint(node_id=node_id, host=host, port=port, rack=rack))
+    no_tags()
+    if pos > end:
+        raise _Unusual
+    r.pos = pos
+    return ShareFetchResponse(throttle_time_ms=throttle, error_code=code, error_message=message,
+                              acquisition_lock_timeout_ms=lock_ms, responses=topics,
+                              node_endpoints=endpoints)
 
 # --- ShareAcknowledge --------------------------------------------------------------------------
 
