@@ -22,7 +22,7 @@ import uuid
 from struct import Struct as Layout, error as StructError
 
 from groupkit.errors import ApiKey
-from groupkit.protocol.primitives import NULL_UUID, Reader
+from groupkit.protocol.primitives import NULL_UUID, Reader, Writer
 from groupkit.protocol.schema import (
     BOOL,
     INT8,
@@ -108,6 +108,17 @@ class ShareFetchRequest(Request):
     topics: list[ShareFetchRequestTopic] = f(Array(ShareFetchRequestTopic))
     forgotten_topics_data: list[ShareForgottenTopic] = f(Array(ShareForgottenTopic))
 
+    def encode_into(self, w: Writer, version: int) -> None:
+        """The schema's encoding, by a writer made for this request first (see
+        ``_write_request``): a share consumer sends one per fetch."""
+        if 1 <= version <= self.MAX_VERSION and (version >= 2 or not self.is_renew_ack):
+            try:
+                w.raw(_write_request(self, version))
+                return
+            except (_Unusual, TypeError, ValueError, AttributeError, StructError):
+                pass  # the schema writes it, or says what is wrong
+        super().encode_into(w, version)
+
 
 @struct
 class ShareLeaderIdAndEpoch(Struct):
@@ -177,7 +188,7 @@ pair(ShareFetchRequest, ShareFetchResponse)
 
 
 class _Unusual(Exception):
-    """An answer ``_read_answer`` leaves to the schema's reader."""
+    """A request or answer the writer or reader made for it leaves to the schema."""
 
 
 _HEAD = Layout(">ih")  # throttle_time_ms, error_code; a partition's index, error code
@@ -186,6 +197,77 @@ _I32 = Layout(">i")
 _LEADER = Layout(">iiB")  # leader id, epoch, empty tagged fields
 _ACQUIRED = Layout(">qqhB")  # first offset, last offset, delivery count, no tags
 _UUID = Layout("16s")
+_FETCH_LIMITS = Layout(">iiiiii")  # epoch, max wait, min bytes, max bytes, max records, batch
+_V2_MODES = Layout(">bB")  # share_acquire_mode, is_renew_ack
+_ACK_RANGE = Layout(">qq")
+
+
+def _uvarint(out: bytearray, v: int) -> None:
+    while v > 0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _write_request(request: ShareFetchRequest, version: int) -> bytearray:
+    """A ShareFetch v1-v2 request's bytes as the schema writes them, for requests without
+    tagged fields; any other raises, and the caller has the schema write it (or refuse it)."""
+    out = bytearray()
+
+    def text(v: str | None) -> None:
+        if v is None:
+            out.append(0)
+        else:
+            data = v.encode()
+            _uvarint(out, len(data) + 1)
+            out.extend(data)
+
+    if request.unknown_tags:
+        raise _Unusual
+    text(request.group_id)
+    text(request.member_id)
+    out += _FETCH_LIMITS.pack(request.share_session_epoch, request.max_wait_ms,
+                              request.min_bytes, request.max_bytes, request.max_records,
+                              request.batch_size)
+    if version >= 2:
+        out += _V2_MODES.pack(request.share_acquire_mode, 1 if request.is_renew_ack else 0)
+    _uvarint(out, len(request.topics) + 1)
+    for topic in request.topics:
+        if topic.unknown_tags:
+            raise _Unusual
+        out += (topic.topic_id or NULL_UUID).bytes
+        _uvarint(out, len(topic.partitions) + 1)
+        for part in topic.partitions:
+            if part.unknown_tags:
+                raise _Unusual
+            out += _I32.pack(part.partition_index)
+            _uvarint(out, len(part.acknowledgement_batches) + 1)
+            for batch in part.acknowledgement_batches:
+                if batch.unknown_tags:
+                    raise _Unusual
+                out += _ACK_RANGE.pack(batch.first_offset, batch.last_offset)
+                types = batch.acknowledge_types
+                _uvarint(out, len(types) + 1)
+                out += bytes(t & 0xFF if -0x80 <= t < 0x80 else _no_int8(t) for t in types)
+                out.append(0)
+            out.append(0)
+        out.append(0)
+    _uvarint(out, len(request.forgotten_topics_data) + 1)
+    for gone in request.forgotten_topics_data:
+        if gone.unknown_tags:
+            raise _Unusual
+        out += (gone.topic_id or NULL_UUID).bytes
+        _uvarint(out, len(gone.partitions) + 1)
+        for index in gone.partitions:
+            out += _I32.pack(index)
+        out.append(0)
+    out.append(0)
+    return out
+
+
+def _no_int8(t: int) -> int:
+    raise _Unusual(f"acknowledge type {t} does not fit a byte")
+
 
 
 def _read_answer(r: Reader) -> ShareFetchResponse:
