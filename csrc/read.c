@@ -395,8 +395,37 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(untrack_list_doc,
+"untrack_list(items) -> bool\n\n"
+"Stop the cyclic garbage collector tracking the list ``items`` when none of its items is\n"
+"tracked (records read here, ints, bytes, str, None), as CPython stops tracking such tuples;\n"
+"returns whether it did. The caller keeps the list as it is: an item added later that leads\n"
+"back to the list would make a cycle the collector cannot see (a leak, not a crash).");
+
+/* A share consumer's answer is one list of hundreds of records, kept until polls have taken
+ * them; each young collection meanwhile walks the list item by item (twice) though no item
+ * can be garbage of a cycle. */
+static PyObject *
+untrack_list(PyObject *module, PyObject *items)
+{
+    if (!PyList_CheckExact(items)) {
+        PyErr_SetString(PyExc_TypeError, "untrack_list() takes a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (PyObject_IS_GC(item) && PyObject_GC_IsTracked(item))
+            Py_RETURN_FALSE;
+    }
+    if (PyObject_GC_IsTracked(items))
+        PyObject_GC_UnTrack(items);
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef read_methods[] = {
     {"read_records", read_records, METH_VARARGS, read_records_doc},
+    {"untrack_list", untrack_list, METH_O, untrack_list_doc},
     {NULL, NULL, 0, NULL},
 };
 

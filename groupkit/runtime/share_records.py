@@ -18,6 +18,7 @@ from typing import ClassVar, cast
 import attrs
 
 from groupkit.errors import CorruptFrame, GroupkitError
+from groupkit.protocol import native
 from groupkit.protocol.messages.share_fetch import AcquiredRecords
 from groupkit.protocol.records import decode_records
 from groupkit.protocol.records.layout import _MAGIC_AT, _PREFIX
@@ -132,6 +133,10 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
             count = deliver[record.offset]
             _set_delivery_count(record, count)
             counts[count] = counts.get(count, 0) + 1
+    if native.module is not None:
+        # The records the C loop built are untracked; so is their list then, which waits in
+        # the buffer for the polls while the answers after it start young collections.
+        native.module.untrack_list(kept)
     # Offsets one after another, as polls take them: a poll's piece of this batch is a range.
     contiguous = not kept or kept[-1].offset - kept[0].offset + 1 == len(kept)
     return Delivered(ShareBatch(partition, kept, error=error, contiguous=contiguous), counts,

@@ -5,17 +5,24 @@ are rejected and its error comes after the good records (Java's ShareCompletedFe
 
 from __future__ import annotations
 
+import gc
 import uuid
 
 import pytest
 
 from groupkit.errors import CorruptRecordError
+from groupkit.protocol import native
 from groupkit.protocol.messages.share_fetch import (
     ACK_GAP,
     ACK_REJECT,
     AcquiredRecords,
 )
-from groupkit.protocol.records import CONTROL_COMMIT, encode_batch, encode_control_batch
+from groupkit.protocol.records import (
+    CONTROL_COMMIT,
+    batch_read,
+    encode_batch,
+    encode_control_batch,
+)
 from groupkit.runtime.share_records import ShareConsumerRecord, read_share_answer
 from groupkit.share import ShareLedger, SharePartition
 
@@ -81,3 +88,41 @@ def test_delivery_counts_are_set_on_every_record_kept(check: bool) -> None:
                             check_crcs=check)
     assert {r.delivery_count for r in got.batch.records} == {4}
     assert len(got.batch.records) == 500
+
+
+
+needs_native = pytest.mark.skipif(not native.available, reason="the C extension is not built")
+
+
+@needs_native
+def test_an_answers_buffered_records_are_left_to_reference_counting() -> None:
+    # The C loop leaves the records untracked by the cyclic collector; their list, which waits
+    # in the buffer, is untracked too, so the young collections do not walk it.
+    for whole in (True, False):  # every record kept, or a part of the batch
+        acquired = _acquired((0, 9, 1)) if whole else _acquired((2, 4, 1), (7, 7, 2))
+        got = read_share_answer(P, _batch(0, 10), acquired, ShareLedger(), 0.0, 30.0,
+                                check_crcs=True)
+        assert got.batch.records and not gc.is_tracked(got.batch.records)
+        assert not any(gc.is_tracked(r) for r in got.batch.records)
+
+
+def test_records_the_python_loop_built_stay_tracked_with_their_list(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(batch_read, "_reader", batch_read._read_records)
+    got = read_share_answer(P, _batch(0, 10), _acquired((0, 9, 1)), ShareLedger(), 0.0, 30.0,
+                            check_crcs=True)
+    assert gc.is_tracked(got.batch.records[0]) and gc.is_tracked(got.batch.records)
+
+
+@needs_native
+def test_untrack_list_leaves_a_list_with_a_tracked_item_tracked() -> None:
+    assert native.module is not None
+    untrack = native.module.untrack_list
+    holder: list[object] = [1, "a", None, b"x", (1, 2)]
+    holder.append(holder)  # a cycle through the list itself
+    assert untrack(holder) is False and gc.is_tracked(holder)
+    atoms: list[object] = [1, "a", None, b"x", 2.0]
+    assert untrack(atoms) is True and not gc.is_tracked(atoms)
+    assert untrack([[]]) is False
+    with pytest.raises(TypeError):
+        untrack((1, 2))  # type: ignore[arg-type]
