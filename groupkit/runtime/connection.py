@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import logging
 import math
 import random
 import select
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -84,6 +86,8 @@ _RECV_BYTES = 256 * 1024
 #: answers up to it for a repeat of the same answer (``_decode_repeat``).
 _REPEAT_FRAME_BYTES = 16 * 1024
 _PRODUCE = int(ApiKey.PRODUCE)
+#: A response's correlation id where the frame is known to be long enough (``_read_loop``).
+_correlation_id = struct.Struct(">i").unpack_from
 #: How many times in a row a broker may close the connection right after the same request at
 #: the same version before that version is taken as one it cannot serve (``_dropped``).
 _DROPS_TO_GIVE_UP = 3
@@ -119,7 +123,7 @@ class _Link:
     advertised: dict[int, tuple[int, int]] = attrs.field(factory=dict)
     #: The timed standing requests on this socket (a failure fails the one waiting for its
     #: time), the one the reader parked last, and the reader's poll of the socket while one
-    #: waits (``_backstop``).
+    #: waits (``Standing.backstop``; made at a timed standing's first send).
     timed: list[Standing] = attrs.field(factory=list)
     parked: Standing | None = None
     poller: select.poll | None = None
@@ -503,7 +507,7 @@ class BrokerConnection:
                 if standing is not None:
                     known = link.last_answer
                     # A timed one only on a plain socket, which its reader can wait on with a
-                    # timeout (``_backstop``).
+                    # timeout (``Standing.backstop``).
                     if (standing.answer is None or (known is not None
                                                     and known[3] is standing.answer)) \
                             and (not standing.every or isinstance(link.sock, socket.socket)):
@@ -551,7 +555,13 @@ class BrokerConnection:
                 if standing is not None and standing.every:
                     standing.sent_at = pending.sent_at
                     if standing.lock is None:  # its first send
-                        standing.start(link.lock, lambda head: self._repeat(link, head, standing))
+                        if link.poller is None:  # the reader's wait while one is parked
+                            assert isinstance(link.sock, socket.socket)  # (``_send_on``)
+                            link.poller = select.poll()
+                            link.poller.register(link.sock, select.POLLIN)
+                        standing.start(link.lock, functools.partial(self._repeat, link,
+                                                                    standing=standing),
+                                       link.poller)
                         link.timed.append(standing)
                 # Wake the watchdog only if it would look too late: an idle member's
                 # heartbeats and fetches then cost it no wakeup each.
@@ -573,8 +583,10 @@ class BrokerConnection:
             recv = link.sock.recv
             pending = link.pending
             while True:
-                if link.parked is not None:
-                    self._backstop(link, link.parked)
+                parked = link.parked
+                if parked is not None:  # a heartbeat waits for its time (``Standing.backstop``)
+                    link.parked = None
+                    parked.backstop()
                 # A large frame (a Fetch answer) is received straight into its own buffer.
                 room = decoder.room()
                 if room is not None:
@@ -605,7 +617,7 @@ class BrokerConnection:
                         if head is not None and head.repeat and last is not None \
                                 and last[0] == head.api_key and last[1] == head.version \
                                 and len(last[2]) == len(frame) - 4 and frame.endswith(last[2]) \
-                                and peek_correlation_id(frame) == head.correlation_id:
+                                and _correlation_id(frame)[0] == head.correlation_id:
                             pending.popleft()
                             response: Response | None = last[3]
                         else:
@@ -640,7 +652,7 @@ class BrokerConnection:
                      response: Response) -> bool:
         """A standing request's answer (``head``'s) repeated: send it again now (``_repeat``),
         or, for a timed standing whose next send is not due yet, park ``head`` until a thread
-        awake anyway or this reader (``_backstop``) sends it at its time (``Standing.park``).
+        awake anyway or this reader (``Standing.backstop``) sends it at its time (``Standing.park``).
         False, and nothing sent, when the standing ended or the link closed meanwhile: the
         answer is delivered."""
         if standing.every:
@@ -652,18 +664,6 @@ class BrokerConnection:
         elif not standing.live:
             return False
         return self._repeat(link, head, standing)  # a timed one answered late: at once
-
-    @staticmethod
-    def _backstop(link: _Link, standing: Standing) -> None:
-        """A heartbeat waits for its time (``Standing.park``): the reader waits for the socket
-        until then at most, and sends it if no other thread did (``Standing.backstop``)."""
-        link.parked = None
-        poller = link.poller
-        if poller is None:
-            assert isinstance(link.sock, socket.socket)  # a timed standing's (``_send_on``)
-            poller = link.poller = select.poll()
-            poller.register(link.sock, select.POLLIN)
-        standing.backstop(poller)
 
     def _repeat(self, link: _Link, head: InFlight, standing: Standing) -> bool:
         """Send a standing request again: its kept frame with a new correlation id, in flight

@@ -105,6 +105,10 @@ class Standing:
     #: ``_parked``, and how to send a repeat on it (``start``).
     lock: threading.Lock | None = None
     _send: Callable[[InFlight], bool] | None = None
+    #: A timed standing's: its reader's poll of the socket and how late it sends a waiting
+    #: repeat (``backstop``).
+    _poller: select.poll | None = None
+    _slack: float = 0.0
     #: A repeat whose unchanged answer came before its next send is due, waiting for it.
     _parked: InFlight | None = None
 
@@ -136,11 +140,15 @@ class Standing:
 
     # --- the connection's side -----------------------------------------------------------------
 
-    def start(self, lock: threading.Lock, send: Callable[[InFlight], bool]) -> None:
+    def start(self, lock: threading.Lock, send: Callable[[InFlight], bool],
+              poller: select.poll) -> None:
         """A timed standing's first send went out on the socket ``lock`` guards; ``send`` puts
-        a waiting repeat in flight there (False: the socket closed)."""
+        a waiting repeat in flight there (False: the socket closed); its reader waits with
+        ``poller`` (the socket's) while a repeat waits for its time (``backstop``)."""
         self.lock = lock
         self._send = send
+        self._poller = poller
+        self._slack = min(SLACK_S, self.every / 10)
         _TIMED.append(self)
 
     def park(self, head: InFlight, response: Response) -> bool | None:
@@ -159,14 +167,15 @@ class Standing:
             self._parked = head
             return True
 
-    def backstop(self, poller: select.poll) -> None:
+    def backstop(self) -> None:
         """On the reader thread, a repeat of this standing waiting for its time: wait for the
-        socket (``poller``) until then plus the slack at most, and send it if no other thread
-        did meanwhile; return when it is sent (by anyone), the standing ended, or the socket
-        has something to read."""
-        slack = min(SLACK_S, self.every / 10)
+        socket (``start``'s poller) until then plus the slack at most, and send it if no other
+        thread did meanwhile; return when it is sent (by anyone), the standing ended, or the
+        socket has something to read."""
+        poller = self._poller
+        assert poller is not None
         while self._parked is not None:
-            left = self.sent_at + self.every + slack - time.monotonic()
+            left = self.sent_at + self.every + self._slack - time.monotonic()
             if left <= 0:
                 self.ride()
                 return
