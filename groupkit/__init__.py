@@ -9,8 +9,9 @@ them; the ``TYPE_CHECKING`` imports repeat it for type checkers (a test keeps th
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from groupkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from assignors import TopicPartition as TopicPartition
@@ -141,6 +142,8 @@ _HOMES = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = ["__version__", *sorted(_HOMES)]
 
+_load, __dir__ = lazy_exports(globals(), _HOMES)
+
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
@@ -148,13 +151,4 @@ def __getattr__(name: str) -> Any:
 
         version = globals()["__version__"] = metadata.version("groupkit")
         return version
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'groupkit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+    return _load(name)

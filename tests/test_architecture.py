@@ -17,7 +17,7 @@ PACKAGES = ("groupkit", "assignors")
 
 #: Lowest first. A module may import modules of its own area or of a lower layer, never higher.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("groupkit.errors", "groupkit.reprs"),
+    ("groupkit.errors", "groupkit.reprs", "groupkit._lazy"),
     ("groupkit.protocol", "groupkit.hooks", "groupkit.partitioner", "groupkit.values"),
     ("assignors",),
     ("groupkit.group", "groupkit.txn", "groupkit.share"),

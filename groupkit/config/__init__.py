@@ -14,8 +14,9 @@ import them when one is built, so a Producer or an Admin does not pay for them
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from groupkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from groupkit.config.admin import AdminConfig as AdminConfig
@@ -45,15 +46,4 @@ _HOMES = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = sorted(_HOMES)
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'groupkit.config' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(globals(), _HOMES)

@@ -12,8 +12,9 @@ APIs, pay for all seventeen.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from groupkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from groupkit.protocol.messages.api_versions import (
@@ -120,6 +121,8 @@ _HOMES = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = sorted([*_HOMES, "native_available"])
 
+_load, __dir__ = lazy_exports(globals(), _HOMES)
+
 
 def __getattr__(name: str) -> Any:
     if name == "native_available":
@@ -127,13 +130,4 @@ def __getattr__(name: str) -> Any:
 
         globals()[name] = available
         return available
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'groupkit.protocol' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+    return _load(name)
