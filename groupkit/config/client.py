@@ -99,6 +99,7 @@ class ClientConfig:
     retry_backoff_ms: int = attrs.field(default=100, validator=_at_least(0))
     retry_backoff_max_ms: int = attrs.field(default=1000, validator=_at_least(0))
     metadata_max_age_ms: int = attrs.field(default=300000, validator=_at_least(0))
+    #: A connection with nothing in flight this long is closed; -1: never (runtime/idle.py).
     connections_max_idle_ms: int = attrs.field(default=540000, validator=_at_least(-1))
     max_frame_size: int = attrs.field(default=100 * 1024 * 1024, validator=_at_least(1024))
     security_protocol: str = attrs.field(default="PLAINTEXT",

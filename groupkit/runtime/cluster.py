@@ -135,7 +135,8 @@ class Cluster:
             reconnect_backoff_ms=max(1, c.reconnect_backoff_ms),
             reconnect_backoff_max_ms=max(1, c.reconnect_backoff_max_ms),
             max_frame_size=c.max_frame_size, tls=tls, sasl=sasl, hooks=self.hooks,
-            reachability=self.reachability, api_version=c.api_version)
+            reachability=self.reachability, api_version=c.api_version,
+            connections_max_idle_ms=c.connections_max_idle_ms)
 
     def connection(self, node_id: int, purpose: str = DEFAULT) -> BrokerConnection:
         """The pooled connection to ``node_id`` for ``purpose`` (made on first use)."""

@@ -7,7 +7,8 @@ watchdog thread per socket fails requests that outlive their timeout and then cl
 socket (later responses would be out of order), like the Java client. Any socket failure fails
 every waiter at once with KafkaConnectionError; the next ``send`` reconnects after the
 reconnect back-off (``groupkit.group.backoff``: exponential with jitter, as Java's). ``hooks`` hear of failed connects and broken connections
-(``BrokerUnreachable``) and of the first connect after failures (``BrokerRecovered``).
+(``BrokerUnreachable``) and of the first connect after failures (``BrokerRecovered``). A
+socket idle for ``connections_max_idle_ms`` is closed quietly; the next send reconnects (``idle``).
 
 Future callbacks run on the reader thread (a timed standing request's, maybe on the thread
 that sent it again or ended it: ``standing``): keep them short and never block in them.
@@ -15,13 +16,13 @@ that sent it again or ended it: ``standing``): keep them short and never block i
 Over 600 lines because the send path, the reader loop (with its inline path for an idle
 member's unchanged answers and the standing requests' repeats), the watchdog and the
 reconnects all work on one ``_Link`` under one lock: split apart, each part would reach into
-the others' state. What a standing request does on its own is in ``standing``.
+the others' state. What a standing request does on its own is in ``standing``; when a socket
+counts as idle, in ``idle``.
 """
 
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import logging
 import math
@@ -65,6 +66,7 @@ from groupkit.protocol.messages.api_versions import ApiVersionsRequest, ApiVersi
 from groupkit.protocol.registry import request_class
 from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import CLIENT_VERSIONS, negotiate
+from groupkit.runtime.idle import closed_idle, max_idle_s, quiet_until, shut
 from groupkit.runtime.reachability import Reachability
 from groupkit.runtime.reply import Reply
 from groupkit.runtime.standing import InFlight, Standing, ride_all
@@ -127,6 +129,9 @@ class _Link:
     timed: list[Standing] = attrs.field(factory=list)
     parked: Standing | None = None
     poller: select.poll | None = None
+    #: When the last answer was taken off ``pending`` (or it opened); closed as idle (``idle``).
+    heard: float = attrs.field(factory=time.monotonic)
+    expired: bool = False
 
 
 @attrs.define(eq=False)
@@ -153,6 +158,8 @@ class BrokerConnection:
     #: "auto", or a Kafka release whose API versions cap the negotiated ones (releases.py).
     api_version: str = releases.AUTO
     jitter: Callable[[], float] = attrs.field(default=random.random, repr=False)
+    #: A socket with nothing in flight for this long is closed (negative: never; see idle.py).
+    connections_max_idle_ms: int = 540_000
     _link: _Link | None = attrs.field(default=None, init=False, repr=False)
     _state_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
     _connect_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False)
@@ -174,6 +181,7 @@ class BrokerConnection:
     #: times in a row (``_dropped``).
     _drops: tuple[tuple[int, int], int] | None = attrs.field(default=None, init=False,
                                                              repr=False)
+    _max_idle: float | None = attrs.field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.api_version != releases.AUTO:
@@ -186,6 +194,7 @@ class BrokerConnection:
             self._ssl_context = self.tls.context()
         self._backoff = Backoff(self.reconnect_backoff_ms, self.reconnect_backoff_max_ms,
                                 self.jitter)
+        self._max_idle = max_idle_s(self.connections_max_idle_ms)
 
     @property
     def address(self) -> str:
@@ -200,7 +209,8 @@ class BrokerConnection:
 
     @property
     def versions(self) -> dict[int, int]:
-        """API key -> the version negotiated on the current socket (empty when disconnected)."""
+        """API key -> the version negotiated on the current socket (empty when disconnected;
+        the last socket's when it was closed as idle)."""
         link = self._link
         return dict(link.versions) if link is not None else {}
 
@@ -422,8 +432,9 @@ class BrokerConnection:
         ``add_done_callback`` would (in one call: the group runner sends every heartbeat so).
         ``standing``: as for ``send_connected``.
         """
+        link = None
         try:
-            started = time.monotonic()
+            started, asked, fresh = time.monotonic(), version, False
             # An explicit timeout covers connecting too; a caller's ``deadline`` bounds only
             # the connecting (the one part that blocks), while the request keeps its own
             # timeout: like ConsumerNetworkClient.poll(future, timer), a caller out of time
@@ -435,7 +446,7 @@ class BrokerConnection:
                     self.connect(timeout_ms / 1000)
                 else:
                     self.connect(None if deadline is None else deadline - started)
-                link = self._link
+                link, fresh = self._link, True
                 if link is None or link.closed:
                     raise KafkaConnectionError(f"the connection to {self.address} closed while"
                                                " connecting; send again to reconnect")
@@ -450,6 +461,10 @@ class BrokerConnection:
             return self._send_on(link, request, version, timeout, callback=callback,
                                  standing=standing)
         except GroupkitError as exc:
+            if link is not None and link.expired and not fresh:  # closed as idle since the
+                # look above, nothing sent: on a new socket, as a first send (``idle``)
+                return self.send(request, asked, timeout_ms=timeout_ms, deadline=deadline,
+                                 callback=callback, standing=standing)
             failed: Future[Any] = Future()
             failed.set_exception(exc)
             if callback is not None:
@@ -526,6 +541,7 @@ class BrokerConnection:
                                    if len(frame) <= _REPEAT_FRAME_BYTES else None)
             now = time.monotonic()
             if not expects_response:
+                link.heard = now  # nothing in flight: the send is the traffic (``idle``)
                 error = self._fly(link, frame, None)
                 if error is not None:
                     future.set_exception(KafkaConnectionError(
@@ -619,6 +635,7 @@ class BrokerConnection:
                                 and len(last[2]) == len(frame) - 4 and frame.endswith(last[2]) \
                                 and _correlation_id(frame)[0] == head.correlation_id:
                             pending.popleft()
+                            link.heard = time.monotonic()
                             response: Response | None = last[3]
                         else:
                             response = None
@@ -758,6 +775,7 @@ class BrokerConnection:
             if link.closed:
                 return None
             link.pending.popleft()
+            link.heard = time.monotonic()
         return head, response
 
     @staticmethod
@@ -777,18 +795,30 @@ class BrokerConnection:
         """Fail the first request past its deadline. It sleeps until the earliest deadline it
         knows of and is woken only for an earlier one (see ``_fly``); an answered request is
         not taken off its schedule, so it may look once in vain, which costs one wakeup per
-        request timeout instead of one per request."""
+        request timeout instead of one per request. It also closes the socket once idle for
+        ``connections_max_idle_ms`` (``idle``), deciding under the lock every send takes."""
+        max_idle = self._max_idle
         with link.cond:
             while not link.closed:
                 now = time.monotonic()
                 expired = next((p for p in link.pending if p.deadline <= now), None)
                 if expired is not None:
                     break
-                link.watch_until = min((p.deadline for p in link.pending), default=math.inf)
-                link.cond.wait(None if link.watch_until == math.inf
-                               else link.watch_until - now)
+                until = min((p.deadline for p in link.pending), default=math.inf)
+                if max_idle is not None:
+                    quiet = quiet_until(link, max_idle, now)
+                    if quiet <= now:
+                        link.closed = link.expired = True  # in the hold every send takes
+                        break
+                    until = min(until, quiet)
+                link.watch_until = until
+                link.cond.wait(None if until == math.inf else until - now)
             else:
                 return
+        if expired is None:  # idle; kept as ``_link``: ``versions`` reads it till a connect
+            shut(link.sock)
+            closed_idle(self.address, link.heard)
+            return
         timeout_ms = round((expired.deadline - expired.sent_at) * 1000)
         api = expired.response_cls.__name__.removesuffix("Response")
         self._fail_link(link, RequestTimeoutError(
@@ -812,10 +842,7 @@ class BrokerConnection:
                 if parked is not None:  # fails as if in flight
                     waiters.append(parked)
             link.cond.notify_all()
-        with contextlib.suppress(OSError):
-            link.sock.shutdown(socket.SHUT_RDWR)
-        with contextlib.suppress(OSError):
-            link.sock.close()
+        shut(link.sock)
         with self._state_lock:
             if self._link is link:
                 self._link = None
