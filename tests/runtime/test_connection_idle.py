@@ -1,7 +1,8 @@
 """``connections_max_idle_ms`` on BrokerConnection against the local Tansu broker (idle.py):
 a socket with nothing in flight for that long is closed, at the broker too, with an INFO line
-and no warning; the next send reconnects with a first connect's handshake (ApiVersions, TLS,
-through a TLS terminator since the bundled Tansu serves plaintext only); a send that meets
+and no warning; the next send reconnects with a first connect's handshake (ApiVersions; TLS,
+through a TLS terminator since the bundled Tansu serves plaintext only; SASL, on a fake
+broker since it holds no users); a send that meets
 the close goes on a new socket; a request in flight, a standing long poll and a standing
 heartbeat waiting for its time keep their socket; -1 and a huge value close nothing."""
 
@@ -24,13 +25,16 @@ from groupkit.protocol.messages.fetch import (
     FetchRequestPartition,
     FetchRequestTopic,
 )
-from groupkit.protocol.messages.metadata import MetadataRequest
+from groupkit.protocol.messages.metadata import MetadataRequest, MetadataResponse
+from groupkit.protocol.messages.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 from groupkit.runtime.connection import BrokerConnection
+from groupkit.runtime.sasl import SaslCredentials
 from groupkit.runtime.standing import Standing
 from groupkit.runtime.tls import TlsConfig
 from groupkit.testing import LocalBroker
 from groupkit.testing.pytest_plugin import kafka_broker, unique_name  # noqa: F401
 from tests.support.broker_data import create_topic
+from tests.support.fake_broker import FakeBroker, reply
 from tests.support.recording_proxy import RecordingProxy
 from tests.support.tcp_ends import broker_end_open, ends
 from tests.support.tls_terminator import TlsTerminator
@@ -145,6 +149,29 @@ def test_an_idle_tls_connection_reconnects_with_a_new_tls_handshake(
             assert conn._link is not link and conn._link.sock.version() is not None
     finally:
         terminator.close()
+
+
+def test_an_idle_sasl_connection_logs_in_again_on_its_next_send() -> None:
+    # A SASL PLAIN login on a fake broker (the bundled Tansu holds no SASL users).
+    def plain(sock: Any, header: Any, request: Any) -> None:
+        if header.api_key == ApiKey.SASL_HANDSHAKE:
+            reply(sock, header, SaslHandshakeResponse(error_code=0, mechanisms=["PLAIN"]))
+        elif header.api_key == ApiKey.SASL_AUTHENTICATE:
+            assert request.auth_bytes == b"\0alice\0pw"
+            reply(sock, header, SaslAuthenticateResponse(error_code=0, auth_bytes=b""))
+        else:
+            reply(sock, header, MetadataResponse())
+
+    with FakeBroker(plain) as broker, \
+            BrokerConnection("127.0.0.1", broker.port, connections_max_idle_ms=IDLE_MS,
+                             sasl=SaslCredentials("PLAIN", "alice", "pw")) as conn:
+        conn.send(NO_TOPICS).result(10)
+        wait_for(lambda: not conn.connected, 10, "the idle connection to close")
+        conn.send(NO_TOPICS).result(10)
+        login = [ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,
+                 ApiKey.METADATA]
+        assert [h.api_key for h in broker.received] == login * 2
+        assert broker.connections == 2
 
 
 def test_a_send_that_meets_the_idle_close_goes_on_a_new_socket(
