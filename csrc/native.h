@@ -24,6 +24,9 @@ typedef struct {
 
 extern PyTypeObject gk_LockType;
 
+/* A slot's member descriptor whose empty slot reads as a new empty list (list_slot.c). */
+extern PyTypeObject gk_ListSlotType;
+
 /* Each file adds its functions and types to the module (module.c calls them in turn);
  * each returns 0, or -1 with an exception set. */
 int gk_read_init(PyObject *module);
@@ -31,5 +34,6 @@ int gk_write_init(PyObject *module);
 int gk_crc32c_init(PyObject *module);
 int gk_lock_init(PyObject *module);
 int gk_accumulator_init(PyObject *module);
+int gk_list_slot_init(PyObject *module);
 
 #endif

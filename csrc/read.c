@@ -67,6 +67,12 @@ find_layout(PyTypeObject *cls, int sourced, Layout *out)
             PyErr_Format(PyExc_TypeError, "%s has no slot %s", cls->tp_name, FIELD_NAMES[i]);
             return -1;
         }
+        if (Py_IS_TYPE(descr, &gk_ListSlotType)) { /* the headers slot (list_slot.c) */
+            PyObject *member = PyObject_GetAttrString(descr, "member");
+            Py_SETREF(descr, member);
+            if (descr == NULL)
+                return -1;
+        }
         if (!Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
             Py_DECREF(descr);
             PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", cls->tp_name, FIELD_NAMES[i]);
@@ -336,13 +342,10 @@ read_records(PyObject *module, PyObject *args)
             goto fail;
         }
         if (p < end && *p == 0) {
-            headers = PyList_New(0);
+            headers = NULL; /* no list until asked for (list_slot.c) */
             p++;
         }
-        else {
-            headers = read_headers(&p, end, rec_end);
-        }
-        if (headers == NULL) {
+        else if ((headers = read_headers(&p, end, rec_end)) == NULL) {
             Py_DECREF(key);
             Py_DECREF(value);
             goto fail;
@@ -350,7 +353,7 @@ read_records(PyObject *module, PyObject *args)
         if (p != rec_end) {
             Py_DECREF(key);
             Py_DECREF(value);
-            Py_DECREF(headers);
+            Py_XDECREF(headers);
             malformed("record length says it ends at byte %zd, fields end at %zd",
                       (Py_ssize_t)(rec_end - base), (Py_ssize_t)(p - base));
             goto fail;
@@ -364,12 +367,13 @@ read_records(PyObject *module, PyObject *args)
             Py_XDECREF(ts);
             Py_DECREF(key);
             Py_DECREF(value);
-            Py_DECREF(headers);
+            Py_XDECREF(headers);
             goto fail;
         }
         if (PyType_IS_GC(type))
             PyObject_GC_UnTrack(r);
-        PyObject_GC_UnTrack(headers);
+        if (headers != NULL)
+            PyObject_GC_UnTrack(headers);
         SLOT(r, layout.at[0]) = offset;
         SLOT(r, layout.at[1]) = ts;
         SLOT(r, layout.at[2]) = key;

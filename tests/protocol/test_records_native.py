@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import pickle
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -159,7 +160,12 @@ def test_native_records_are_freed_by_reference_counting_without_the_collector() 
     with reader("c"):
         records = decode_records(dict(CORPUS)["rows None"], topic="t", partition=0,
                                  record_type=ConsumerRecord)
-    assert not any(gc.is_tracked(r) or gc.is_tracked(r.headers) for r in records)
+    # A record read with headers holds an untracked list of them; one without has none made
+    # until its headers are asked for (test_a_record_read_without_headers_...).
+    headed = [i for i, r in enumerate(records) if "headers" not in _unset(r)]
+    assert headed and all(records[i].headers for i in headed)
+    assert not any(gc.is_tracked(r) for r in records)
+    assert not any(gc.is_tracked(records[i].headers) for i in headed)
     watch = weakref.ref(records[7])
     assert watch() is not None
     was = gc.isenabled()
@@ -170,6 +176,44 @@ def test_native_records_are_freed_by_reference_counting_without_the_collector() 
     finally:
         if was:
             gc.enable()
+
+
+def _unset(record: Record) -> set[str]:
+    """The record's fields whose slots hold nothing (read by the slots' member descriptors,
+    which raise on an empty slot; the headers' ListSlot would fill it)."""
+    out = set()
+    for field in attrs.fields(type(record)):
+        slot = next(vars(c)[field.name] for c in type(record).__mro__ if field.name in vars(c))
+        slot = getattr(slot, "member", slot)
+        try:
+            slot.__get__(record, type(record))
+        except AttributeError:
+            out.add(field.name)
+    return out
+
+
+@needs_native
+@pytest.mark.parametrize("record_type", [Record, ConsumerRecord])
+def test_a_record_read_without_headers_has_its_list_made_at_first_use(
+        record_type: type[Record]) -> None:
+    data = encode_batch([(None, b"a", None, 5), (b"k", b"b", [("h", b"v")], 6)])
+    source = {} if record_type is Record else {"topic": "t", "partition": 0}
+    with reader("c"):
+        bare, headed = decode_records(data, record_type=record_type, **source)
+    assert _unset(bare) == {"headers"} and _unset(headed) == set()
+    # Read, compared, copied and shown as if the list had been there all along.
+    made = record_type(0, 5, None, b"a", [], **source)
+    assert bare == made and repr(bare) == repr(made)
+    assert pickle.loads(pickle.dumps(bare)) == made
+    assert attrs.evolve(bare, value=b"z").headers == []
+    assert attrs.asdict(bare) == attrs.asdict(made)
+    # Made once: the same list every time, so a change to it stays.
+    bare.headers.append(("added", b"1"))
+    assert bare.headers == [("added", b"1")] and _unset(bare) == set()
+    assert bare != made
+    # The descriptor checks the object as the slot's own does.
+    with pytest.raises(TypeError):
+        type(bare).headers.__get__(object(), object)
 
 
 @needs_native

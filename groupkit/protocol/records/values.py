@@ -7,6 +7,8 @@ from typing import Any
 
 import attrs
 
+from groupkit.protocol import native
+
 TIMESTAMP_CREATE = 0
 TIMESTAMP_LOG_APPEND = 1
 NO_TIMESTAMP = -1
@@ -25,7 +27,8 @@ class Record:
 
     Records read by the C extension, and their header lists, are not tracked by the cyclic
     garbage collector (they hold only ints, bytes and str), so a record put into its own header
-    list would never be freed; reference counting frees records as usual.
+    list would never be freed; reference counting frees records as usual. A record it read
+    without headers gets its (empty, tracked) list when ``headers`` is first read.
     """
 
     offset: int
@@ -34,6 +37,12 @@ class Record:
     value: bytes | None
     headers: list[Header] = attrs.field(factory=list)
     timestamp_type: int = TIMESTAMP_CREATE
+
+
+if native.module is not None:
+    # The C reader leaves the headers slot of a record without headers empty; this
+    # descriptor makes the list when it is first read (csrc/list_slot.c).
+    Record.headers = native.module.ListSlot(Record.__dict__["headers"])
 
 
 @attrs.frozen
