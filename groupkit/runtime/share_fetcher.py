@@ -130,8 +130,8 @@ class _InFlight:
 class ShareFetcher:
     """Fetches and acknowledges for one share consumer on a daemon thread.
 
-    ``ready`` is called (on the fetcher thread) whenever records or acknowledgement results
-    arrive, so a waiting ``poll`` or commit can look again.
+    ``ready`` is called (on the fetcher thread) whenever records, acknowledgement results or
+    an error arrive, so a waiting ``poll`` can look again; an empty answer does not call it.
     """
 
     cluster: Cluster
@@ -154,16 +154,15 @@ class ShareFetcher:
     _failures: dict[int, int] = attrs.field(init=False, factory=dict)
     _buffer: collections.deque[ShareBatch] = attrs.field(init=False, factory=collections.deque)
     #: How many times the application asked for records and found none buffered, and that
-    #: count when each node's last ShareFetch went out: a node is fetched from again once the
-    #: application has come up empty since, and none of its records wait in the buffer. As
-    #: Java's ShareConsumerImpl.collect (a ShareFetchEvent only from a poll that collected
-    #: nothing; ShareConsumeRequestManager fetches only partitions with nothing buffered), so
-    #: nothing is acquired while the application works on records it has, and every fetch
-    #: carries the acknowledgements of the poll before it. An answer that brings records
-    #: answers every empty poll so far (``_served``; Java's fetchMoreRecords turned off).
+    #: count when the last answer brought records: while the application has come up empty
+    #: since (Java's ShareConsumeRequestManager.fetchMoreRecords), every leader with none of
+    #: its partitions' records buffered and no request in flight is fetched from, again as
+    #: soon as an empty answer comes back, with no word from the application; an answer that
+    #: brings records stops that until the application comes up empty again, so nothing is
+    #: acquired while it works on records it has, and every fetch carries the
+    #: acknowledgements of the poll before it.
     _polls: int = attrs.field(init=False, default=0)
     _served: int = attrs.field(init=False, default=0)
-    _fetched_at_poll: dict[int, int] = attrs.field(init=False, factory=dict)
     _waiting: dict[int, list[CommitTicket]] = attrs.field(init=False, factory=dict)
     #: The assignment and metadata ``_by_leader`` last read, and its answer.
     _routes: tuple[frozenset[SharePartition], Any, dict[int, list[SharePartition]]] | None = \
@@ -448,9 +447,7 @@ class ShareFetcher:
                 return None
             return self._flight(_Kind.ACK, node, sent.token, sent.acks, {}, now, tickets,
                                 request)
-        if partitions and self._polls > max(self._fetched_at_poll.get(node, 0), self._served) \
-                and not self._buffered_from(partitions):
-            self._fetched_at_poll[node] = self._polls
+        if partitions and self._polls > self._served and not self._buffered_from(partitions):
             sent = self.ledger.take([] if session.is_new else ack_parts)
             return self._flight(_Kind.FETCH, node, sent.token, sent.acks,
                                 {(p.topic_id, p.partition): p for p in partitions}, now, [],
@@ -587,11 +584,10 @@ class ShareFetcher:
                     delivered |= self._records(p, part, now)
         self._acks_answered(node, flight.acks, None, flight.tickets, now, errors,
                             token=flight.token, sent_at=flight.sent_at, wake=False)
-        if delivered or flight.kind is _Kind.FETCH or flight.acks:
-            # One wakeup for the whole answer: a waiting poll takes the records (or asks for
-            # the next round), a commit or the callback sees the acknowledgement results. A
-            # second ring would send the application (and through it this thread) round once
-            # more for nothing.
+        if delivered or flight.acks:
+            # One wakeup for the whole answer: a waiting poll takes the records, the callback
+            # sees the acknowledgement results. An empty answer wakes nobody: this thread
+            # fetches again by itself while the application wants records (``_polls``).
             self.ready()
 
     def _records(self, p: SharePartition, part: Any, now: float) -> bool:

@@ -99,3 +99,50 @@ def test_an_answer_with_records_and_acknowledgement_results_wakes_the_applicatio
     assert rings == [1, 1]
     assert fetcher.results()[0].acks == dict.fromkeys(range(5), int(AcknowledgeType.ACCEPT))
     assert [r.offset for r in fetcher.take(10, {})] == [5, 6, 7, 8, 9]
+
+
+def _empty_answer() -> ShareFetchResponse:
+    part = ShareFetchResponsePartition(partition_index=0, error_code=0, acknowledge_error_code=0,
+                                       records=None, acquired_records=[])
+    return ShareFetchResponse(
+        throttle_time_ms=0, error_code=0, acquisition_lock_timeout_ms=30_000,
+        responses=[ShareFetchResponseTopic(topic_id=TOPIC_ID, partitions=[part])],
+        node_endpoints=[])
+
+
+def _fetch_planned(fetcher: ShareFetcher, now: float) -> _InFlight | None:
+    """The ShareFetch the fetcher would send node 1 now, marked in flight, if any."""
+    plan = fetcher._plan(1, [P0], [], now, [])
+    if plan is None:
+        return None
+    assert plan[0].kind is _Kind.FETCH
+    fetcher._in_flight[1] = plan[0]
+    return plan[0]
+
+
+def test_while_the_application_wants_records_an_empty_answer_is_fetched_again_unwoken() -> None:
+    # Java's ShareConsumeRequestManager: a poll that collected nothing turns fetchMoreRecords
+    # on; the background thread fetches from every node with nothing pending until an answer
+    # acquires records, with no further word from the application.
+    cluster, _ = _fetcher()
+    cluster.metadata = _metadata(1)
+    rings: list[int] = []
+    fetcher = ShareFetcher(cluster, "g", "m", FetchSettings(), ready=lambda: rings.append(1))
+    fetcher.assign(frozenset({P0}))
+    assert _fetch_planned(fetcher, 0.0) is None  # nobody has asked for records yet
+    assert fetcher.take(10, {}) == []  # the application comes up empty and waits
+    flight = _fetch_planned(fetcher, 0.0)
+    assert flight is not None
+    for at in (0.5, 1.0):
+        fetcher._respond(flight, _empty_answer(), at)
+        assert rings == []  # an empty answer wakes nobody ...
+        flight = _fetch_planned(fetcher, at)  # ... and the fetcher asks again by itself
+        assert flight is not None
+    fetcher._respond(flight, _answer(0, 5), 1.5)
+    assert rings == [1]
+    # Records arrived: nothing more is acquired until the application comes up empty again.
+    assert _fetch_planned(fetcher, 1.5) is None
+    assert len(fetcher.take(10, {})) == 5
+    assert _fetch_planned(fetcher, 1.6) is None
+    assert fetcher.take(10, {}) == []
+    assert _fetch_planned(fetcher, 1.7) is not None
