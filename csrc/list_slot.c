@@ -57,8 +57,17 @@ list_slot_get(PyObject *op, PyObject *obj, PyObject *type)
         /* the member descriptor's own error */
         return Py_TYPE(self->member)->tp_descr_get(self->member, obj, type);
     PyObject **slot = (PyObject **)((char *)obj + self->offset);
-    if (*slot == NULL && (*slot = PyList_New(0)) == NULL)
-        return NULL;
+    if (*slot == NULL) {
+        /* Allocating may run the collector, and through it a finaliser that reads this
+         * record's headers first: keep the list that got there first. */
+        PyObject *fresh = PyList_New(0);
+        if (fresh == NULL)
+            return NULL;
+        if (*slot == NULL)
+            *slot = fresh;
+        else
+            Py_DECREF(fresh);
+    }
     return Py_NewRef(*slot);
 }
 
