@@ -50,8 +50,13 @@ class Reader:
         return pos
 
     def _unpack(self, st: struct.Struct, what: str) -> Any:
+        return self.fields(st, what)[0]
+
+    def fields(self, st: struct.Struct, what: str = "fixed-width fields") -> tuple[Any, ...]:
+        """The fixed-width fields ``st`` lays out, read at once (a reader made for one
+        message reads several with one call)."""
         pos = self._need(st.size, what)
-        return st.unpack_from(self.buf, pos)[0]
+        return st.unpack_from(self.buf, pos)
 
     # The fixed-width reads check the bounds inline (one call a field, not three): every
     # response's fields go through them.

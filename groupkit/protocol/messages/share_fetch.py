@@ -19,9 +19,10 @@ the lock timeout too.
 from __future__ import annotations
 
 import uuid
-from struct import Struct as Layout, error as StructError
+from functools import partial
+from struct import Struct as Layout, error as StructError, pack
 
-from groupkit.errors import ApiKey
+from groupkit.errors import ApiKey, CorruptFrame
 from groupkit.protocol.primitives import NULL_UUID, Reader, Writer
 from groupkit.protocol.schema import (
     BOOL,
@@ -179,7 +180,7 @@ class ShareFetchResponse(Response):
         if 1 <= version <= cls.MAX_VERSION:
             try:
                 return _read_answer(r)
-            except (_Unusual, IndexError, ValueError, StructError):
+            except (_Unusual, CorruptFrame):
                 pass  # the schema reads it again from the start, or says what is wrong
         return super().decode_from(r, version)
 
@@ -196,32 +197,16 @@ _I16 = Layout(">h")
 _I32 = Layout(">i")
 _LEADER = Layout(">iiB")  # leader id, epoch, empty tagged fields
 _ACQUIRED = Layout(">qqhB")  # first offset, last offset, delivery count, no tags
-_UUID = Layout("16s")
 _FETCH_LIMITS = Layout(">iiiiii")  # epoch, max wait, min bytes, max bytes, max records, batch
 _V2_MODES = Layout(">bB")  # share_acquire_mode, is_renew_ack
 _ACK_RANGE = Layout(">qq")
 
 
-def _uvarint(out: bytearray, v: int) -> None:
-    while v > 0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
 def _write_request(request: ShareFetchRequest, version: int) -> bytearray:
     """A ShareFetch v1-v2 request's bytes as the schema writes them, for requests without
     tagged fields; any other raises, and the caller has the schema write it (or refuse it)."""
-    out = bytearray()
-
-    def text(v: str | None) -> None:
-        if v is None:
-            out.append(0)
-        else:
-            data = v.encode()
-            _uvarint(out, len(data) + 1)
-            out.extend(data)
-
+    w = Writer()
+    out, uvarint, text = w.buf, w.uvarint, w.compact_nullable_string
     if request.unknown_tags:
         raise _Unusual
     text(request.group_id)
@@ -231,33 +216,33 @@ def _write_request(request: ShareFetchRequest, version: int) -> bytearray:
                               request.batch_size)
     if version >= 2:
         out += _V2_MODES.pack(request.share_acquire_mode, 1 if request.is_renew_ack else 0)
-    _uvarint(out, len(request.topics) + 1)
+    uvarint(len(request.topics) + 1)
     for topic in request.topics:
         if topic.unknown_tags:
             raise _Unusual
         out += (topic.topic_id or NULL_UUID).bytes
-        _uvarint(out, len(topic.partitions) + 1)
+        uvarint(len(topic.partitions) + 1)
         for part in topic.partitions:
             if part.unknown_tags:
                 raise _Unusual
             out += _I32.pack(part.partition_index)
-            _uvarint(out, len(part.acknowledgement_batches) + 1)
+            uvarint(len(part.acknowledgement_batches) + 1)
             for batch in part.acknowledgement_batches:
                 if batch.unknown_tags:
                     raise _Unusual
                 out += _ACK_RANGE.pack(batch.first_offset, batch.last_offset)
                 types = batch.acknowledge_types
-                _uvarint(out, len(types) + 1)
-                out += bytes(t & 0xFF if -0x80 <= t < 0x80 else _no_int8(t) for t in types)
+                uvarint(len(types) + 1)
+                out += pack(f">{len(types)}b", *types)  # struct.error past an int8
                 out.append(0)
             out.append(0)
         out.append(0)
-    _uvarint(out, len(request.forgotten_topics_data) + 1)
+    uvarint(len(request.forgotten_topics_data) + 1)
     for gone in request.forgotten_topics_data:
         if gone.unknown_tags:
             raise _Unusual
         out += (gone.topic_id or NULL_UUID).bytes
-        _uvarint(out, len(gone.partitions) + 1)
+        uvarint(len(gone.partitions) + 1)
         for index in gone.partitions:
             out += _I32.pack(index)
         out.append(0)
@@ -265,120 +250,71 @@ def _write_request(request: ShareFetchRequest, version: int) -> bytearray:
     return out
 
 
-def _no_int8(t: int) -> int:
-    raise _Unusual(f"acknowledge type {t} does not fit a byte")
-
-
-
 def _read_answer(r: Reader) -> ShareFetchResponse:
     """A ShareFetch v1-v2 answer read straight off the buffer into the schema's structs, as the
-    schema reads it, for the shape brokers send: no tagged fields, lengths that fit. Anything
-    else (a tagged field, an overrun, a bad string, a negative length) raises, and the caller
-    reads the answer with the schema, which keeps unknown tags and names what is wrong.
-    ``r.pos`` moves past the answer only when it is read here."""
-    buf, pos, end = r.buf, r.pos, r.end
+    schema reads it, for the shape brokers send: no tagged fields. Anything else (a tagged
+    field, an overrun, a bad string, a negative length) raises, with ``r.pos`` where it was,
+    and the caller reads the answer with the schema, which keeps unknown tags and names what
+    is wrong."""
+    start = r.pos
+    try:
+        return _read_answer_from(r)
+    except BaseException:
+        r.pos = start
+        raise
 
-    def uvarint() -> int:
-        nonlocal pos
-        b = buf[pos]
-        pos += 1
-        if b < 0x80:
-            return b
-        result, shift = b & 0x7F, 7
-        while True:
-            b = buf[pos]
-            pos += 1
-            result |= (b & 0x7F) << shift
-            if b < 0x80:
-                return result
-            shift += 7
-            if shift > 35:
-                raise _Unusual
 
-    def text() -> str | None:
-        nonlocal pos
-        n = uvarint() - 1
-        if n < 0:
-            return None
-        if pos + n > end:
-            raise _Unusual
-        pos += n
-        return str(buf[pos - n:pos], "utf-8")
-
-    def count() -> int:
-        n = uvarint() - 1
-        if n < 0 or n > end - pos:
-            raise _Unusual
-        return n
-
-    def no_tags() -> None:
-        nonlocal pos
-        if buf[pos]:
-            raise _Unusual
-        pos += 1
-
-    throttle, code = _HEAD.unpack_from(buf, pos)
-    pos += 6
+def _read_answer_from(r: Reader) -> ShareFetchResponse:
+    fixed, uvarint, text, count, records_of = (
+        r.fields, r.uvarint, r.compact_nullable_string, partial(r.array_length, True),
+        r.compact_nullable_view)
+    throttle, code = fixed(_HEAD)
     message = text()
-    lock_ms = _I32.unpack_from(buf, pos)[0]
-    pos += 4
+    (lock_ms,) = fixed(_I32)
     topics = []
     for _ in range(count()):
-        topic_id = uuid.UUID(bytes=_UUID.unpack_from(buf, pos)[0])
-        pos += 16
+        topic_id = r.uuid()
         partitions = []
         for _ in range(count()):
-            index, part_code = _HEAD.unpack_from(buf, pos)
-            pos += 6
+            index, part_code = fixed(_HEAD)
             part_message = text()
-            ack_code = _I16.unpack_from(buf, pos)[0]
-            pos += 2
+            (ack_code,) = fixed(_I16)
             ack_message = text()
-            leader_id, leader_epoch, tags = _LEADER.unpack_from(buf, pos)
-            pos += 9
+            leader_id, leader_epoch, tags = fixed(_LEADER)
             if tags:
                 raise _Unusual
-            n = uvarint() - 1
-            if n < 0:
-                records = None
-            else:
-                if pos + n > end:
-                    raise _Unusual
-                records = buf[pos:pos + n].toreadonly()
-                pos += n
+            records = records_of()
             acquired = []
             for _ in range(count()):
-                first, last, deliveries, tags = _ACQUIRED.unpack_from(buf, pos)
-                pos += 19
+                first, last, deliveries, tags = fixed(_ACQUIRED)
                 if tags:
                     raise _Unusual
                 acquired.append(AcquiredRecords(first_offset=first, last_offset=last,
                                                 delivery_count=deliveries))
-            no_tags()
+            if uvarint():
+                raise _Unusual
             partitions.append(ShareFetchResponsePartition(
                 partition_index=index, error_code=part_code, error_message=part_message,
                 acknowledge_error_code=ack_code, acknowledge_error_message=ack_message,
                 current_leader=ShareLeaderIdAndEpoch(leader_id=leader_id,
                                                      leader_epoch=leader_epoch),
                 records=records, acquired_records=acquired))
-        no_tags()
+        if uvarint():
+            raise _Unusual
         topics.append(ShareFetchResponseTopic(topic_id=topic_id, partitions=partitions))
     endpoints = []
     for _ in range(count()):
-        node_id = _I32.unpack_from(buf, pos)[0]
-        pos += 4
+        (node_id,) = fixed(_I32)
         host = text()
         if host is None:
             raise _Unusual
-        port = _I32.unpack_from(buf, pos)[0]
-        pos += 4
+        (port,) = fixed(_I32)
         rack = text()
-        no_tags()
+        if uvarint():
+            raise _Unusual
         endpoints.append(ShareNodeEndpoint(node_id=node_id, host=host, port=port, rack=rack))
-    no_tags()
-    if pos > end:
+    if uvarint():
         raise _Unusual
-    r.pos = pos
     return ShareFetchResponse(throttle_time_ms=throttle, error_code=code, error_message=message,
                               acquisition_lock_timeout_ms=lock_ms, responses=topics,
                               node_endpoints=endpoints)
