@@ -17,10 +17,13 @@ from typing import Any
 
 import confluent_kafka
 import pytest
+from prometheus_client import generate_latest
 
 from groupkit import AcknowledgeType, ShareConsumer
 from groupkit.errors import IllegalStateError, UnsupportedVersionError
-from groupkit.hooks import HeartbeatSent
+from groupkit.hooks import HeartbeatSent, ShareRecordsAcquired
+from groupkit.metrics import PrometheusMetrics
+from tests.support.metrics_scrape import samples_of, value
 from tests.support.mock_cluster import MockCluster
 from tests.support.waits import wait_for
 
@@ -342,3 +345,38 @@ def test_the_command_line_says_plainly_a_broker_has_no_share_groups(
     status, _, err = run_cli(capsys, "groups", "list", "--type", "share",
                              "--bootstrap-server", boot)
     assert status == 0 and "no broker of this cluster offers share groups" in err
+
+
+def test_a_member_that_polls_fast_then_stops_counts_every_record(mock: MockCluster) -> None:
+    # The fast paths (empty answers fetched again by the fetcher alone, header lists made on
+    # first read) leave nothing out: every record reaches the application once, with its
+    # headers, and the metrics, the hooks and the commit each count all of them.
+    topic, group = _topic(mock)
+    metrics = PrometheusMetrics()
+    acquired: list[int] = []
+    member = _groupkit(mock, group, "gk-fast", hooks=[metrics, lambda e: acquired.append(
+        e.records) if isinstance(e, ShareRecordsAcquired) else None])
+    _joined([member], topic)
+    producer = mock.warm_producer()
+    sent = 600
+    for i in range(sent):
+        producer.produce(topic, value=b"v%d" % i, partition=i % 4,
+                         headers=[("n", b"%d" % i)] if i % 3 == 0 else None)
+    assert producer.flush(30) == 0
+    headers: dict[bytes, list[tuple[str, bytes | None]]] = {}
+    wait_for(lambda: len(headers) >= sent, 30, "every record",
+             step=lambda: headers.update((r.value, r.headers) for r in member.poll(0.001)))
+    for _ in range(20):  # and a few more fast polls: nothing else comes
+        assert member.poll(0.001) == []
+    _close([member])
+    assert len(member.got) == len({(p, o) for p, o, _, _ in member.got}) == sent
+    assert headers == {b"v%d" % i: [("n", b"%d" % i)] if i % 3 == 0 else []
+                       for i in range(sent)}
+    assert sum(acquired) == sent
+    assert sum(len(offs) for offsets, error in member.results if error is None
+               for offs in offsets.values()) == sent
+    samples = samples_of(generate_latest(metrics.registry).decode())
+    labels = {"group": group, "topic": topic}
+    assert value(samples, "groupkit_share_records_acquired_total", **labels) == sent
+    assert value(samples, "groupkit_share_records_acknowledged_total", type="ACCEPT",
+                 result="ok", **labels) == sent

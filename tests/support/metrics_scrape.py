@@ -15,7 +15,11 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 def scrape(port: int) -> Samples:
     """Every sample of ``/metrics``, parsed with prometheus-client's own text parser."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
-        text = reply.read().decode()
+        return samples_of(reply.read().decode())
+
+
+def samples_of(text: str) -> Samples:
+    """Every sample of a Prometheus text exposition (a scrape, or ``generate_latest``)."""
     return {(s.name, tuple(sorted(s.labels.items()))): s.value
             for family in text_string_to_metric_families(text) for s in family.samples}
 
