@@ -32,14 +32,57 @@ static const char *const FIELD_NAMES[] = {
 };
 #define PLAIN_FIELDS 6
 #define ALL_FIELDS 8
+/* At most this many fields named by a sourced class's SET_AFTER_DECODE (a share record's
+ * delivery count): read_records leaves them empty, or sets the values it is given. */
+#define MAX_AFTER 2
 
 typedef struct {
     Py_ssize_t at[ALL_FIELDS];
+    Py_ssize_t after_at[MAX_AFTER];
+    int n_after;
     int sourced;
 } Layout;
 
 /* type -> bytes holding its Layout; filled on first use of a record class. */
 static PyObject *layouts = NULL;
+
+/* The offset of the writable object slot ``name`` of ``cls`` into *at (a TypeError if
+ * ``name`` is not one). */
+static int
+slot_offset(PyTypeObject *cls, const char *name, Py_ssize_t *at)
+{
+    PyObject *descr = PyObject_GetAttrString((PyObject *)cls, name);
+    if (descr == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s has no slot %s", cls->tp_name, name);
+        return -1;
+    }
+    if (Py_IS_TYPE(descr, &gk_ListSlotType)) { /* the headers slot (list_slot.c) */
+        PyObject *member = PyObject_GetAttrString(descr, "member");
+        Py_SETREF(descr, member);
+        if (descr == NULL)
+            return -1;
+    }
+    if (!Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        Py_DECREF(descr);
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", cls->tp_name, name);
+        return -1;
+    }
+    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+    PyTypeObject *owner = ((PyDescrObject *)descr)->d_type;
+    int ok = member->type == T_OBJECT_EX && !(member->flags & READONLY)
+             && PyType_IsSubtype(cls, owner);
+    *at = member->offset;
+    Py_DECREF(descr);
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a writable object slot", cls->tp_name,
+                     name);
+        return -1;
+    }
+    return 0;
+}
 
 static int
 find_layout(PyTypeObject *cls, int sourced, Layout *out)
@@ -58,36 +101,36 @@ find_layout(PyTypeObject *cls, int sourced, Layout *out)
     memset(out, 0, sizeof(Layout));
     out->sourced = sourced;
     int fields = sourced ? ALL_FIELDS : PLAIN_FIELDS;
-    for (int i = 0; i < fields; i++) {
-        PyObject *descr = PyObject_GetAttrString(key, FIELD_NAMES[i]);
-        if (descr == NULL) {
+    for (int i = 0; i < fields; i++)
+        if (slot_offset(cls, FIELD_NAMES[i], &out->at[i]) < 0)
+            return -1;
+    if (sourced) {
+        PyObject *names = PyObject_GetAttrString(key, "SET_AFTER_DECODE");
+        if (names == NULL) {
             if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                 return -1;
             PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s has no slot %s", cls->tp_name, FIELD_NAMES[i]);
-            return -1;
         }
-        if (Py_IS_TYPE(descr, &gk_ListSlotType)) { /* the headers slot (list_slot.c) */
-            PyObject *member = PyObject_GetAttrString(descr, "member");
-            Py_SETREF(descr, member);
-            if (descr == NULL)
+        else {
+            int bad = !PyTuple_Check(names) || PyTuple_GET_SIZE(names) > MAX_AFTER;
+            for (Py_ssize_t i = 0; !bad && i < PyTuple_GET_SIZE(names); i++) {
+                PyObject *name = PyTuple_GET_ITEM(names, i);
+                const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+                if (text == NULL || slot_offset(cls, text, &out->after_at[i]) < 0) {
+                    Py_DECREF(names);
+                    if (!PyErr_Occurred())
+                        PyErr_Format(PyExc_TypeError, "%s.SET_AFTER_DECODE holds a non-str",
+                                     cls->tp_name);
+                    return -1;
+                }
+                out->n_after++;
+            }
+            Py_DECREF(names);
+            if (bad) {
+                PyErr_Format(PyExc_TypeError, "%s.SET_AFTER_DECODE must be a tuple of at most"
+                             " %d field names", cls->tp_name, MAX_AFTER);
                 return -1;
-        }
-        if (!Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-            Py_DECREF(descr);
-            PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", cls->tp_name, FIELD_NAMES[i]);
-            return -1;
-        }
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        PyTypeObject *owner = ((PyDescrObject *)descr)->d_type;
-        int ok = member->type == T_OBJECT_EX && !(member->flags & READONLY)
-                 && PyType_IsSubtype(cls, owner);
-        out->at[i] = member->offset;
-        Py_DECREF(descr);
-        if (!ok) {
-            PyErr_Format(PyExc_TypeError, "%s.%s is not a writable object slot",
-                         cls->tp_name, FIELD_NAMES[i]);
-            return -1;
+            }
         }
     }
     PyObject *packed = PyBytes_FromStringAndSize((const char *)out, sizeof(Layout));
@@ -262,11 +305,13 @@ fail:
 
 PyDoc_STRVAR(read_records_doc,
 "read_records(buf, pos, end, count, base_offset, base_ts, ts_type, max_ts, out, cls,\n"
-"             topic, partition, sourced[, from_offset]) -> int\n\n"
+"             topic, partition, sourced[, from_offset[, after]]) -> int\n\n"
 "Decode ``count`` v2 records from ``buf[pos:end]`` into ``out`` as instances of ``cls``\n"
 "(their timestamp is ``max_ts`` when ``ts_type`` is 1, log-append time); returns the end\n"
 "position. Records whose offset is below ``from_offset`` are passed over by their length,\n"
-"not built. Raises ValueError on malformed records.");
+"not built (-2**63: none). ``after`` (a tuple) holds a value for each field a sourced\n"
+"``cls`` names in SET_AFTER_DECODE, set on every record built; without it those stay empty.\n"
+"Raises ValueError on malformed records.");
 
 static PyObject *
 read_records(PyObject *module, PyObject *args)
@@ -275,10 +320,10 @@ read_records(PyObject *module, PyObject *args)
     Py_ssize_t pos, stop, count;
     long long base_offset, base_ts, max_ts, from_offset = LLONG_MIN;
     int ts_type, sourced;
-    PyObject *out, *cls, *topic, *partition;
-    if (!PyArg_ParseTuple(args, "y*nnnLLiLO!OOOp|L:read_records", &view, &pos, &stop, &count,
+    PyObject *out, *cls, *topic, *partition, *after = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnnLLiLO!OOOp|LO!:read_records", &view, &pos, &stop, &count,
                           &base_offset, &base_ts, &ts_type, &max_ts, &PyList_Type, &out, &cls,
-                          &topic, &partition, &sourced, &from_offset))
+                          &topic, &partition, &sourced, &from_offset, &PyTuple_Type, &after))
         return NULL;
     PyObject *result = NULL, *ts_obj = NULL, *ts_type_obj = NULL;
     int64_t last_ts = 0;
@@ -290,6 +335,12 @@ read_records(PyObject *module, PyObject *args)
     PyTypeObject *type = (PyTypeObject *)cls;
     if (find_layout(type, sourced, &layout) < 0)
         goto done;
+    int n_after = after == NULL ? 0 : (int)PyTuple_GET_SIZE(after);
+    if (n_after && n_after != layout.n_after) {
+        PyErr_Format(PyExc_TypeError, "after holds %d values; %s.SET_AFTER_DECODE names %d",
+                     n_after, type->tp_name, layout.n_after);
+        goto done;
+    }
     if (pos < 0 || stop < pos || stop > view.len || count < 0) {
         PyErr_SetString(PyExc_ValueError, "record range outside the buffer");
         goto done;
@@ -384,6 +435,8 @@ read_records(PyObject *module, PyObject *args)
             SLOT(r, layout.at[6]) = Py_NewRef(topic);
             SLOT(r, layout.at[7]) = Py_NewRef(partition);
         }
+        for (int k = 0; k < n_after; k++)
+            SLOT(r, layout.after_at[k]) = Py_NewRef(PyTuple_GET_ITEM(after, k));
         int appended = PyList_Append(out, r);
         Py_DECREF(r);
         if (appended < 0)

@@ -34,7 +34,9 @@ class ShareConsumerRecord(ConsumerRecord):
     many times the broker has delivered it (1 the first time; more after a release, a lock
     that ran out, or a member that left holding it)."""
 
-    #: The decoder builds the record; the share fetcher sets this on every record it keeps.
+    #: The decoder sets this when an answer's records share one delivery count (the usual
+    #: answer: one acquired range); otherwise the share fetcher sets it on each record it
+    #: keeps.
     SET_AFTER_DECODE: ClassVar[tuple[str, ...]] = ("delivery_count",)
 
     delivery_count: int = attrs.field(kw_only=True, default=1)
@@ -98,7 +100,11 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
     # acquire and stops once every acquired offset is accounted for.
     up_to = max((r.last_offset for r in acquired), default=-1)
     from_offset = min((r.first_offset for r in acquired), default=0)
-    records, error, bad = _decode(partition, data or b"", check_crcs, from_offset, up_to)
+    # One acquired range (the usual answer): its delivery count is every record's, set by the
+    # decoder as it builds them.
+    preset = acquired[0].delivery_count if len(acquired) == 1 else None
+    records, error, bad = _decode(partition, data or b"", check_crcs, from_offset, up_to,
+                                  () if preset is None else (preset,))
     for first, last in bad:
         # Java: a corrupt batch's acquired records are rejected; nobody can read them.
         for r in acquired:
@@ -123,9 +129,11 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
                                                     map(offset_of, records))))
     counts: dict[int, int] = {}
     if len(kinds := deliver.distinct()) == 1:
-        # The usual answer: one delivery count for every record, set by a loop in C.
+        # One delivery count for every record: the decoder's, else set by a loop in C.
         count = kinds.pop()
-        collections.deque(map(_set_delivery_count, kept, itertools.repeat(count)), maxlen=0)
+        if count != preset:
+            collections.deque(map(_set_delivery_count, kept, itertools.repeat(count)),
+                              maxlen=0)
         if kept:
             counts[count] = len(kept)
     else:
@@ -145,9 +153,10 @@ def read_share_answer(partition: SharePartition, data: bytes | memoryview | None
 
 
 def _decode(partition: SharePartition, data: bytes | memoryview, check_crcs: bool,
-            from_offset: int, up_to: int,
+            from_offset: int, up_to: int, after: tuple[int, ...],
             ) -> tuple[list[ShareConsumerRecord], GroupkitError | None, list[tuple[int, int]]]:
-    """The answer's records; on bad entries, the records of the good ones, the first error,
+    """The answer's records (``after``: the delivery count to give each, if any); on bad
+    entries, the records of the good ones, the first error,
     and the offset range of each entry that could not be read (to its end, or to the end of
     the partition when the walk cannot size it)."""
     topic, number = partition.topic, partition.partition
@@ -156,7 +165,8 @@ def _decode(partition: SharePartition, data: bytes | memoryview, check_crcs: boo
         with gc_paused():
             return cast("list[ShareConsumerRecord]", decode_records(
                 piece, topic=topic, partition=number, check_crc=check_crcs,
-                record_type=ShareConsumerRecord, from_offset=from_offset, up_to=up_to))
+                record_type=ShareConsumerRecord, from_offset=from_offset, up_to=up_to,
+                after=after))
 
     try:
         return decode(data), None, []

@@ -14,7 +14,7 @@ import os
 import pickle
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import pytest
@@ -22,7 +22,7 @@ from crc32c import crc32c as packaged_crc32c
 from hypothesis import given, strategies as st
 
 import groupkit.protocol
-from groupkit.errors import CorruptFrame, CorruptRecordError
+from groupkit.errors import ConfigError, CorruptFrame, CorruptRecordError
 from groupkit.protocol import native
 from groupkit.protocol.records import (
     TIMESTAMP_LOG_APPEND,
@@ -400,3 +400,55 @@ def test_a_record_passed_over_still_may_not_run_past_the_batch(which: str) -> No
     data[61] = 0x7E  # the first record's length (a zigzag varint, 63): past the records' end
     with reader(which), pytest.raises(CorruptRecordError):
         decode_records(bytes(data), from_offset=2, check_crc=False)
+
+
+def test_a_v2_batch_that_starts_past_up_to_is_not_read() -> None:
+    # Offsets only grow, so nothing from such a batch on is wanted: it is neither checked nor
+    # decoded (a share answer's batches past the last acquired offset).
+    wanted = encode_batch([(None, b"v%d" % i) for i in range(3)], base_offset=0)
+    later = bytearray(encode_batch([(None, b"w%d" % i) for i in range(3)], base_offset=3))
+    later[-1] ^= 0xFF  # its CRC no longer matches
+    data = wanted + bytes(later)
+    assert [r.offset for r in decode_records(data, up_to=2)] == [0, 1, 2]
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        decode_records(data, up_to=3)  # it holds offset 3: read, and found corrupt
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        decode_records(data)
+
+
+@attrs.frozen
+class _Counted(ConsumerRecord):
+    """A sourced record with a field the decoder sets only when given a value for it."""
+
+    SET_AFTER_DECODE: ClassVar[tuple[str, ...]] = ("count",)
+
+    count: int = attrs.field(kw_only=True, default=1)
+
+
+@pytest.mark.parametrize("which", READERS)
+@pytest.mark.parametrize("compression", [None, "zstd"])
+def test_after_gives_every_record_its_set_after_decode_fields(which: str,
+                                                              compression: str | None) -> None:
+    data = encode_batch([(None, b"v%d" % i) for i in range(4)], base_offset=10,
+                        compression=compression)
+    with reader(which):
+        got = decode_records(data, record_type=_Counted, topic="t", partition=2, after=(7,),
+                             from_offset=11)
+        assert [(r.offset, r.count, r.topic, r.partition) for r in got] == [
+            (o, 7, "t", 2) for o in (11, 12, 13)]
+        # Without a value the field stays unset, for the caller to set.
+        bare = decode_records(data, record_type=_Counted, topic="t", partition=2)
+        assert all(_unset(r) >= {"count"} for r in bare)
+        with pytest.raises(ConfigError, match="1 SET_AFTER_DECODE"):
+            decode_records(data, record_type=_Counted, topic="t", partition=2, after=(7, 8))
+        with pytest.raises(ConfigError, match="no SET_AFTER_DECODE"):
+            decode_records(data, after=(7,))
+
+
+@needs_native
+def test_the_c_reader_checks_the_after_values_against_the_class() -> None:
+    assert native.module is not None
+    data = encode_batch([(None, b"v")], base_offset=0)
+    with pytest.raises(TypeError, match="after holds 2 values"):
+        native.module.read_records(data, 61, len(data), 1, 0, 0, 0, 0, [], _Counted, "t", 0,
+                                   True, -2**63, (1, 2))

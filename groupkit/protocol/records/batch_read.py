@@ -63,7 +63,7 @@ def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, 
     record_cls, extra = make
     sourced = bool(extra)
     if sourced:
-        (s_topic, topic), (s_partition, partition) = extra
+        (s_topic, topic), (s_partition, partition), *after = extra
     s_off, s_ts, s_key, s_val, s_hdr, s_tt = (
         _set_offset, _set_timestamp, _set_key, _set_value, _set_headers, _set_ts_type)
     uvarint, zz = _uvarint, _ZIGZAG
@@ -169,6 +169,8 @@ def _read_records(buf: bytes, pos: int, end: int, count: int, base_offset: int, 
         if sourced:
             s_topic(r, topic)
             s_partition(r, partition)
+            for s_after, value in after:
+                s_after(r, value)
         push(r)
     if ts_type == TIMESTAMP_LOG_APPEND:
         # The broker stamped the batch; its max timestamp is every record's timestamp.
@@ -185,7 +187,12 @@ def _read_records_native(buf: bytes, pos: int, end: int, count: int, base_offset
     record_cls, extra = make
     topic = partition = None
     if extra:
-        (_, topic), (_, partition) = extra
+        (_, topic), (_, partition), *after = extra
+        if after:
+            return native.module.read_records(
+                buf, pos, end, count, base_offset, base_ts, ts_type, max_ts, out, record_cls,
+                topic, partition, True, _NO_OFFSET if from_offset is None else from_offset,
+                tuple(value for _, value in after))
     if from_offset is None:
         return native.module.read_records(buf, pos, end, count, base_offset, base_ts, ts_type,
                                           max_ts, out, record_cls, topic, partition,
@@ -193,6 +200,10 @@ def _read_records_native(buf: bytes, pos: int, end: int, count: int, base_offset
     return native.module.read_records(buf, pos, end, count, base_offset, base_ts, ts_type,
                                       max_ts, out, record_cls, topic, partition, bool(extra),
                                       from_offset)
+
+
+#: read_records' from_offset for "none" (nothing is below it).
+_NO_OFFSET = -2 ** 63
 
 
 #: The record loop in use: C when the extension is built (tests swap it to compare the two).

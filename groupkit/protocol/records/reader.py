@@ -7,6 +7,7 @@ defect raises a CorruptFrame-family error.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from groupkit.protocol.compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
 from groupkit.protocol.records.batch_read import _decode_v2
@@ -47,6 +48,11 @@ def _entries(data: bytes | bytearray | memoryview, topic: str | None, partition:
         if end > n:
             return
         magic = buf[pos + _MAGIC_AT]
+        if magic == 2 and up_to is not None and base_offset > up_to:
+            # A v2 batch starts at its first offset and offsets only grow: nothing from here
+            # on is wanted, so it is not checked or decoded (as Java's ShareCompletedFetch
+            # stops once past the last acquired offset).
+            return
         start = len(out)
         if magic == 2:
             if length < _V2_MIN_LENGTH:
@@ -70,7 +76,7 @@ def decode_records(data: bytes | bytearray | memoryview, *, topic: str | None = 
                    partition: int | None = None, check_crc: bool = True,
                    max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
                    record_type: type[Record] = Record, up_to: int | None = None,
-                   from_offset: int | None = None) -> list[Record]:
+                   from_offset: int | None = None, after: tuple[Any, ...] = ()) -> list[Record]:
     """Every data record in a Fetch response's record set, in order, control batches skipped.
 
     Reads any mix of magic 0, 1 and 2; a partial entry at the end is dropped. ``topic`` and
@@ -82,11 +88,13 @@ def decode_records(data: bytes | bytearray | memoryview, *, topic: str | None = 
 
     ``up_to``: the caller wants no record past this offset (a share consumer, none past the
     last it acquired), so a v2 batch's records past it may be left undecoded (some may still
-    be returned). ``from_offset``: likewise, a v2 batch's records below this offset are passed
-    over without being built.
+    be returned), and the v2 batches that start past it are not read at all. ``from_offset``:
+    likewise, a v2 batch's records below this offset are passed over without being built.
+    ``after``: a value for each field ``record_type`` lists in ``SET_AFTER_DECODE``, set on
+    every record (otherwise the caller sets them).
     """
     out: list[Record] = []
-    make = _make(record_type, topic, partition)
+    make = _make(record_type, topic, partition, after)
     for _ in _entries(data, topic, partition, check_crc, max_decompressed_size, out, False,
                       make, up_to, from_offset):
         pass
