@@ -8,6 +8,8 @@ attrs' ``__init__`` (see construct.py).
 
 from __future__ import annotations
 
+from typing import cast
+
 from groupkit.errors import CorruptRecordError
 from groupkit.protocol import native
 from groupkit.protocol.compression import CODEC_NAMES, decompress
@@ -253,11 +255,12 @@ def _read_headers(buf: bytes, pos: int, rec_end: int) -> tuple[list[Header], int
     return headers, pos
 
 
-def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | None,
+def _decode_v2(buf: bytes | memoryview, view: memoryview, pos: int, end: int, topic: str | None,
                partition: int | None, check_crc: bool, max_size: int,
                out: list[Record], make: _Make, up_to: int | None = None,
                from_offset: int | None = None) -> tuple[int, ...]:
-    """Decode the v2 batch at ``buf[pos:end]``, appending its records to ``out``.
+    """Decode the v2 batch at ``buf[pos:end]``, appending its records to ``out``. ``buf`` is a
+    view only when the C record loop reads (``reader._entries``); it is bytes otherwise.
 
     With ``up_to``, the records after the first ``up_to - base offset + 1`` are left undecoded
     (they hold every record up to offset ``up_to``: offsets only grow by at least one a record)
@@ -282,7 +285,7 @@ def _decode_v2(buf: bytes, view: memoryview, pos: int, end: int, topic: str | No
             raise _corrupt(str(exc), topic, partition, base_offset) from None
         rpos, rend = 0, len(rbuf)
     else:
-        rbuf, rpos, rend = buf, pos + _V2.size, end
+        rbuf, rpos, rend = cast(bytes, buf), pos + _V2.size, end
     if count < 0 or count > (rend - rpos) // _V2_MIN_RECORD:
         raise _corrupt(f"record batch claims {count} records in {rend - rpos} bytes",
                        topic, partition, base_offset)

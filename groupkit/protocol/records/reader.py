@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from groupkit.protocol.compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
-from groupkit.protocol.records.batch_read import _decode_v2
+from groupkit.protocol.records import batch_read
+from groupkit.protocol.records.batch_read import _decode_v2, _read_records_native
 from groupkit.protocol.records.construct import _PLAIN, _Make, _make
 from groupkit.protocol.records.layout import (
     _LEGACY_MIN_LENGTH,
@@ -35,7 +36,10 @@ def _entries(data: bytes | bytearray | memoryview, topic: str | None, partition:
     Yields (magic, start index in ``out``, v2 header tuple or None, compression id) per entry;
     stops quietly at a partial trailing entry. Unless ``batches``, control records are dropped.
     """
-    buf = data if isinstance(data, bytes) else bytes(data)
+    # The C record loop reads any buffer, so a frame's view is read in place; the Python loops
+    # and the legacy decoder slice keys and values out of it, which must then be bytes.
+    buf: bytes | memoryview = data if isinstance(data, bytes) else (
+        memoryview(data) if batch_read._reader is _read_records_native else bytes(data))
     view = memoryview(buf)
     n = len(buf)
     pos = 0
@@ -64,6 +68,9 @@ def _entries(data: bytes | bytearray | memoryview, topic: str | None, partition:
                 del out[start:]
             yield 2, start, header, header[5] & 0x07
         elif magic < 2:
+            if not isinstance(buf, bytes):
+                buf = bytes(data)
+                view = memoryview(buf)
             codec = _decode_legacy(buf, view, pos, end, topic, partition, check_crc, max_size,
                                    out, make)
             yield magic, start, None, codec
