@@ -85,32 +85,6 @@ typedef struct {
     char refusing;                     /* the producer's transaction refuses sends now */
 } Accumulator;
 
-/* The offset of the writable object slot ``name`` of ``cls`` or -1 with TypeError set. */
-static Py_ssize_t
-slot_offset(PyTypeObject *cls, const char *name)
-{
-    PyObject *descr = PyObject_GetAttrString((PyObject *)cls, name);
-    if (descr == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s has no slot %s", cls->tp_name, name);
-        }
-        return -1;
-    }
-    Py_ssize_t at = -1;
-    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-        PyTypeObject *owner = ((PyDescrObject *)descr)->d_type;
-        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)
-            && PyType_IsSubtype(cls, owner))
-            at = member->offset;
-    }
-    Py_DECREF(descr);
-    if (at < 0)
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a writable object slot", cls->tp_name, name);
-    return at;
-}
-
 static int
 acc_traverse(Accumulator *self, visitproc visit, void *arg)
 {
@@ -179,11 +153,11 @@ acc_init(Accumulator *self, PyObject *args, PyObject *kwargs)
         PyErr_Format(PyExc_TypeError, "%s defines __new__", future_cls->tp_name);
         return -1;
     }
-    Py_ssize_t records_at = slot_offset(batch_cls, "records");
-    Py_ssize_t size_at = records_at < 0 ? -1 : slot_offset(batch_cls, "size");
-    Py_ssize_t batch_at = size_at < 0 ? -1 : slot_offset(future_cls, "_record_batch");
-    Py_ssize_t index_at = batch_at < 0 ? -1 : slot_offset(future_cls, "_record_index");
-    if (index_at < 0)
+    Py_ssize_t records_at, size_at, batch_at, index_at;
+    if (gk_slot_offset(batch_cls, "records", &records_at) < 0
+        || gk_slot_offset(batch_cls, "size", &size_at) < 0
+        || gk_slot_offset(future_cls, "_record_batch", &batch_at) < 0
+        || gk_slot_offset(future_cls, "_record_index", &index_at) < 0)
         return -1;
     PyObject *acquire = PyObject_GetAttrString(lock, "acquire");
     PyObject *release = acquire == NULL ? NULL : PyObject_GetAttrString(lock, "release");

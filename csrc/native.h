@@ -1,7 +1,7 @@
 /* Declarations shared by the C files of groupkit.protocol._native, one file per job:
- * module.c (the module and its method table), read.c, write.c, crc32c.c, lock.c and
- * accumulator.c. Functions and types that cross files are declared here; the rest stay
- * static in their file. */
+ * module.c (the module and its method table), read.c, write.c, crc32c.c, lock.c,
+ * accumulator.c, list_slot.c and share_answer.c. Functions and types that cross files are
+ * declared here; the rest stay static in their file. */
 #ifndef GROUPKIT_NATIVE_H
 #define GROUPKIT_NATIVE_H
 
@@ -27,6 +27,10 @@ extern PyTypeObject gk_LockType;
 /* A slot's member descriptor whose empty slot reads as a new empty list (list_slot.c). */
 extern PyTypeObject gk_ListSlotType;
 
+/* The offset of the writable object slot ``name`` of ``cls`` into *at; -1 with a TypeError
+ * when ``name`` is not one (read.c). */
+int gk_slot_offset(PyTypeObject *cls, const char *name, Py_ssize_t *at);
+
 /* Each file adds its functions and types to the module (module.c calls them in turn);
  * each returns 0, or -1 with an exception set. */
 int gk_read_init(PyObject *module);
@@ -35,5 +39,6 @@ int gk_crc32c_init(PyObject *module);
 int gk_lock_init(PyObject *module);
 int gk_accumulator_init(PyObject *module);
 int gk_list_slot_init(PyObject *module);
+int gk_share_answer_init(PyObject *module);
 
 #endif

@@ -48,8 +48,8 @@ static PyObject *layouts = NULL;
 
 /* The offset of the writable object slot ``name`` of ``cls`` into *at (a TypeError if
  * ``name`` is not one). */
-static int
-slot_offset(PyTypeObject *cls, const char *name, Py_ssize_t *at)
+int
+gk_slot_offset(PyTypeObject *cls, const char *name, Py_ssize_t *at)
 {
     PyObject *descr = PyObject_GetAttrString((PyObject *)cls, name);
     if (descr == NULL) {
@@ -102,7 +102,7 @@ find_layout(PyTypeObject *cls, int sourced, Layout *out)
     out->sourced = sourced;
     int fields = sourced ? ALL_FIELDS : PLAIN_FIELDS;
     for (int i = 0; i < fields; i++)
-        if (slot_offset(cls, FIELD_NAMES[i], &out->at[i]) < 0)
+        if (gk_slot_offset(cls, FIELD_NAMES[i], &out->at[i]) < 0)
             return -1;
     if (sourced) {
         PyObject *names = PyObject_GetAttrString(key, "SET_AFTER_DECODE");
@@ -116,7 +116,7 @@ find_layout(PyTypeObject *cls, int sourced, Layout *out)
             for (Py_ssize_t i = 0; !bad && i < PyTuple_GET_SIZE(names); i++) {
                 PyObject *name = PyTuple_GET_ITEM(names, i);
                 const char *text = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-                if (text == NULL || slot_offset(cls, text, &out->after_at[i]) < 0) {
+                if (text == NULL || gk_slot_offset(cls, text, &out->after_at[i]) < 0) {
                     Py_DECREF(names);
                     if (!PyErr_Occurred())
                         PyErr_Format(PyExc_TypeError, "%s.SET_AFTER_DECODE holds a non-str",

@@ -1,17 +1,23 @@
-"""ShareFetch answers read by the reader made for them (share_fetch._read_answer) against the
-schema's reader: the same structs for every answer it reads, and every other answer (tagged
-fields, v0, cut or corrupt bytes) left to the schema, with the schema's result or error."""
+"""ShareFetch answers read by the readers made for them (share_fetch._read_answer: the C one of
+csrc/share_answer.c where it is built, else or after it the Python one) against the schema's
+reader: the same structs for every answer they read, and every other answer (tagged fields, v0,
+cut or corrupt bytes) left to the schema, with the schema's result or error."""
 
 from __future__ import annotations
 
+import gc
 import json
 import uuid
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from groupkit.errors import ApiKey, CorruptFrame
+from groupkit.protocol import native
 from groupkit.protocol.headers import decode_response_frame
 from groupkit.protocol.messages import share_fetch
 from groupkit.protocol.messages.share_fetch import (
@@ -27,6 +33,15 @@ from groupkit.protocol.schema import _plan
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "share_bytes.json"
 TOPIC = uuid.UUID("0b4c6f8e-4d7e-4d9a-9a3e-2f1b6c3d5e7f")
+needs_native = pytest.mark.skipif(not native.available, reason="the C extension is not built")
+
+
+@pytest.fixture(params=[pytest.param("c", marks=needs_native), "python"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Each test once with the C reader first, once with the Python reader alone."""
+    if request.param == "python":
+        monkeypatch.setattr(native, "module", None)
+    yield request.param
 
 
 def _schema(data: bytes, version: int) -> ShareFetchResponse:
@@ -73,7 +88,7 @@ ANSWERS = {
 
 @pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("name", sorted(ANSWERS))
-def test_an_answer_reads_as_the_schema_reads_it(name: str, version: int) -> None:
+def test_an_answer_reads_as_the_schema_reads_it(name: str, version: int, reader: str) -> None:
     data = ANSWERS[name].encode(version)
     r = Reader(data)
     fast = share_fetch._read_answer(r)  # read here, not handed to the schema
@@ -85,7 +100,7 @@ def test_an_answer_reads_as_the_schema_reads_it(name: str, version: int) -> None
             assert isinstance(part.records, memoryview) and part.records.readonly
 
 
-def test_the_captured_answers_read_as_the_schema_reads_them() -> None:
+def test_the_captured_answers_read_as_the_schema_reads_them(reader: str) -> None:
     captures = json.loads(FIXTURE.read_text())["captures"]
     frames = [(bytes.fromhex(e["response"]), e["api_version"]) for e in captures
               if e["api_key"] == ApiKey.SHARE_FETCH]
@@ -101,7 +116,7 @@ def test_the_captured_answers_read_as_the_schema_reads_them() -> None:
 
 @pytest.mark.parametrize("where", ["answer", "topic", "partition", "leader", "acquired",
                                    "endpoint"])
-def test_an_answer_with_tagged_fields_goes_to_the_schema(where: str) -> None:
+def test_an_answer_with_tagged_fields_goes_to_the_schema(where: str, reader: str) -> None:
     tags = {7: b"later"}
     leader = ShareLeaderIdAndEpoch(leader_id=1, leader_epoch=2,
                                    unknown_tags=tags if where == "leader" else {})
@@ -150,7 +165,7 @@ def _outcome(data: bytes, read: Any) -> Any:
 
 
 @pytest.mark.parametrize("name", ["the mock's shape", "errors and messages"])
-def test_cut_or_corrupt_answers_fail_as_the_schema_says(name: str) -> None:
+def test_cut_or_corrupt_answers_fail_as_the_schema_says(name: str, reader: str) -> None:
     data = ANSWERS[name].encode(1)
     cuts = [data[:n] for n in range(0, len(data), max(1, len(data) // 300))]
     # A byte changed: lengths and counts that overrun, a string that is not UTF-8, a tag.
@@ -168,3 +183,68 @@ def _schema_or_corrupt(data: bytes) -> ShareFetchResponse:
         raise CorruptFrame(f"ShareFetchResponse v1: {r.end - r.pos} unexpected bytes after the"
                            " body")
     return answer  # type: ignore[no-any-return]
+
+
+# --- the C reader ------------------------------------------------------------------------------
+
+
+def _c_read(data: bytes | bytearray) -> Any:
+    assert native.module is not None
+    view = memoryview(data).toreadonly()
+    return native.module.read_share_fetch(view, 0, len(data), share_fetch._STRUCTS, {},
+                                          uuid.UUID)
+
+
+@needs_native
+def test_the_c_reader_fills_every_field_of_the_structs() -> None:
+    # It fills the slots it names, in wire order; a field the schema adds must be named there
+    # too, or its slot would be left empty.
+    assert native.module is not None
+    for cls, names in zip(share_fetch._STRUCTS, native.module.SHARE_FETCH_FIELDS, strict=True):
+        assert [a.name for a in attrs.fields(cls)] == list(names)
+
+
+@needs_native
+@pytest.mark.parametrize("name", sorted(ANSWERS))
+def test_the_c_reader_reads_every_answer_of_the_usual_shape(name: str) -> None:
+    data = ANSWERS[name].encode(1)
+    got = _c_read(bytearray(data))
+    assert got is not None, "left to the Python reader"
+    answer, end = got
+    assert end == len(data) and answer == _schema(data, 1)
+    parts = [p for t in answer.responses for p in t.partitions]
+    assert all(p.records is None or (isinstance(p.records, memoryview) and p.records.readonly)
+               for p in parts)
+    assert all(type(p.unknown_tags) is dict and not p.unknown_tags for p in parts)
+    assert len({id(p.unknown_tags) for p in parts}) == len(parts)  # a dict each
+
+
+@needs_native
+def test_the_c_reader_leaves_what_it_does_not_read_untouched() -> None:
+    data = ANSWERS["errors and messages"].encode(1)
+    assert _c_read(data[:-1]) is None  # cut
+    tagged = ShareFetchResponse(unknown_tags={3: b"x"}).encode(1)
+    assert _c_read(tagged) is None
+    not_utf8 = bytearray(data)
+    at = not_utf8.index(b"fine, thanks")
+    not_utf8[at] = 0xFF
+    assert _c_read(not_utf8) is None
+    with pytest.raises(TypeError):
+        native.module.read_share_fetch(b"", 0, 0, (), {}, uuid.UUID)  # type: ignore[union-attr]
+
+
+@needs_native
+def test_what_the_c_reader_makes_is_freed_when_dropped() -> None:
+    # Reference counting alone frees the answer and each struct in it (nothing kept twice).
+    data = ANSWERS["errors and messages"].encode(1)
+    gc.disable()
+    try:
+        answer, _ = _c_read(data)
+        part = answer.responses[0].partitions[1]
+        refs = [weakref.ref(o) for o in (answer, answer.responses[0], part,
+                                         part.current_leader, part.acquired_records[0],
+                                         answer.node_endpoints[1])]
+        del answer, part
+        assert [r() for r in refs] == [None] * len(refs)
+    finally:
+        gc.enable()
