@@ -15,17 +15,32 @@
 enum { RESPONSE, TOPIC, PARTITION, LEADER, ACQUIRED, ENDPOINT, ROLES };
 #define MAX_FIELDS 9
 
-/* Each struct's fields in the order they are filled; the first is every struct's
- * unknown_tags (an empty dict of its own, as the attrs factory gives). */
-static const char *const FIELDS[ROLES][MAX_FIELDS + 1] = {
-    {"unknown_tags", "throttle_time_ms", "error_code", "error_message",
-     "acquisition_lock_timeout_ms", "responses", "node_endpoints", NULL},
-    {"unknown_tags", "topic_id", "partitions", NULL},
-    {"unknown_tags", "partition_index", "error_code", "error_message", "acknowledge_error_code",
-     "acknowledge_error_message", "current_leader", "records", "acquired_records", NULL},
-    {"unknown_tags", "leader_id", "leader_epoch", NULL},
-    {"unknown_tags", "first_offset", "last_offset", "delivery_count", NULL},
-    {"unknown_tags", "node_id", "host", "port", "rack", NULL},
+/* How a field is read: fixed-width ints, a nullable compact string, a non-null one, a topic
+ * id, a record set (a view), a nested struct, a compact array of structs. */
+enum { I16 = 1, I32, I64, TEXT, NAME, TOPIC_ID, RECORDS, NESTED, ARRAY };
+
+typedef struct {
+    const char *name;
+    char kind;
+    char role; /* the struct of a NESTED field or of an ARRAY's items */
+} Field;
+
+/* Each struct's fields in wire order, every struct's unknown_tags first (an empty dict of its
+ * own, as the attrs factory gives; on the wire, an empty tagged-field section last). */
+static const Field FIELDS[ROLES][MAX_FIELDS + 1] = {
+    [RESPONSE] = {{"unknown_tags"}, {"throttle_time_ms", I32}, {"error_code", I16},
+                  {"error_message", TEXT}, {"acquisition_lock_timeout_ms", I32},
+                  {"responses", ARRAY, TOPIC}, {"node_endpoints", ARRAY, ENDPOINT}},
+    [TOPIC] = {{"unknown_tags"}, {"topic_id", TOPIC_ID}, {"partitions", ARRAY, PARTITION}},
+    [PARTITION] = {{"unknown_tags"}, {"partition_index", I32}, {"error_code", I16},
+                   {"error_message", TEXT}, {"acknowledge_error_code", I16},
+                   {"acknowledge_error_message", TEXT}, {"current_leader", NESTED, LEADER},
+                   {"records", RECORDS}, {"acquired_records", ARRAY, ACQUIRED}},
+    [LEADER] = {{"unknown_tags"}, {"leader_id", I32}, {"leader_epoch", I32}},
+    [ACQUIRED] = {{"unknown_tags"}, {"first_offset", I64}, {"last_offset", I64},
+                  {"delivery_count", I16}},
+    [ENDPOINT] = {{"unknown_tags"}, {"node_id", I32}, {"host", NAME}, {"port", I32},
+                  {"rack", TEXT}},
 };
 
 typedef struct {
@@ -50,8 +65,8 @@ shape_of(PyObject *cls, int role, Shape *out)
         Shape shape;
         memset(&shape, 0, sizeof shape);
         shape.cls = (PyTypeObject *)cls;
-        for (int i = 0; FIELDS[role][i] != NULL; i++)
-            if (gk_slot_offset(shape.cls, FIELDS[role][i], &shape.at[i]) < 0)
+        for (int i = 0; FIELDS[role][i].name != NULL; i++)
+            if (gk_slot_offset(shape.cls, FIELDS[role][i].name, &shape.at[i]) < 0)
                 return -1;
         known = PyBytes_FromStringAndSize((const char *)&shape, sizeof shape);
         if (known == NULL)
@@ -65,23 +80,6 @@ shape_of(PyObject *cls, int role, Shape *out)
     return 0;
 }
 
-/* A new struct with an empty unknown_tags and its other slots empty, for the caller to fill;
- * dropping it half filled is safe (the slots are cleared with Py_XDECREF). */
-static PyObject *
-new_struct(const Shape *shape)
-{
-    PyObject *obj = shape->cls->tp_alloc(shape->cls, 0);
-    if (obj == NULL)
-        return NULL;
-    PyObject *tags = PyDict_New();
-    if (tags == NULL) {
-        Py_DECREF(obj);
-        return NULL;
-    }
-    SLOT(obj, shape->at[0]) = tags;
-    return obj;
-}
-
 typedef struct {
     const unsigned char *base, *p, *end;
     PyObject *view;  /* the answer's read-only memoryview, sliced for the record sets */
@@ -90,8 +88,8 @@ typedef struct {
     Shape shapes[ROLES];
 } Cursor;
 
-/* Each read returns 0, or -1 to give up (with an exception set only when one must go up: a
- * failed allocation). */
+/* Each read returns 0 or a new reference, or gives up with -1 or NULL: with an exception set
+ * only when one must go up (a failed allocation), none for what the caller reads instead. */
 
 static int
 fixed(Cursor *c, int width, int64_t *v)
@@ -215,78 +213,11 @@ records(Cursor *c)
     return PySequence_GetSlice(c->view, at, at + (Py_ssize_t)(u - 1));
 }
 
-/* Set slot ``i`` of ``obj`` to ``v`` (stolen); -1 when ``v`` is NULL. */
-#define FILL(obj, shape, i, v)                                                                 \
-    do {                                                                                       \
-        PyObject *v_ = (v);                                                                    \
-        if (v_ == NULL)                                                                        \
-            goto fail;                                                                         \
-        SLOT(obj, (shape)->at[i]) = v_;                                                        \
-    } while (0)
+static PyObject *read_struct(Cursor *c, int role);
 
+/* A compact array of ``role`` structs, as a list. */
 static PyObject *
-acquired(Cursor *c)
-{
-    Py_ssize_t n;
-    if (count(c, &n) < 0)
-        return NULL;
-    PyObject *list = PyList_New(0);
-    if (list == NULL)
-        return NULL;
-    const Shape *s = &c->shapes[ACQUIRED];
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *obj = new_struct(s);
-        if (obj == NULL)
-            goto fail_list;
-        if (PyList_Append(list, obj) < 0) {
-            Py_DECREF(obj);
-            goto fail_list;
-        }
-        Py_DECREF(obj); /* the list holds it */
-        FILL(obj, s, 1, int_field(c, 8));
-        FILL(obj, s, 2, int_field(c, 8));
-        FILL(obj, s, 3, int_field(c, 2));
-        if (no_tags(c) < 0)
-            goto fail;
-    }
-    return list;
-fail:
-fail_list:
-    Py_DECREF(list);
-    return NULL;
-}
-
-static PyObject *
-partition(Cursor *c)
-{
-    const Shape *s = &c->shapes[PARTITION], *ls = &c->shapes[LEADER];
-    PyObject *obj = new_struct(s);
-    if (obj == NULL)
-        return NULL;
-    FILL(obj, s, 1, int_field(c, 4));
-    FILL(obj, s, 2, int_field(c, 2));
-    FILL(obj, s, 3, text(c, 1));
-    FILL(obj, s, 4, int_field(c, 2));
-    FILL(obj, s, 5, text(c, 1));
-    PyObject *leader = new_struct(ls);
-    FILL(obj, s, 6, leader);
-    FILL(leader, ls, 1, int_field(c, 4));
-    FILL(leader, ls, 2, int_field(c, 4));
-    if (no_tags(c) < 0)
-        goto fail;
-    FILL(obj, s, 7, records(c));
-    FILL(obj, s, 8, acquired(c));
-    if (no_tags(c) < 0)
-        goto fail;
-    return obj;
-fail:
-    Py_DECREF(obj);
-    return NULL;
-}
-
-/* A list of ``n`` items read by ``item`` (a compact array). */
-static PyObject *
-array(Cursor *c, PyObject *(*item)(Cursor *))
+array(Cursor *c, int role)
 {
     Py_ssize_t n;
     if (count(c, &n) < 0)
@@ -295,7 +226,7 @@ array(Cursor *c, PyObject *(*item)(Cursor *))
     if (list == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *obj = item(c);
+        PyObject *obj = read_struct(c, role);
         if (obj == NULL || PyList_Append(list, obj) < 0) {
             Py_XDECREF(obj);
             Py_DECREF(list);
@@ -307,57 +238,52 @@ array(Cursor *c, PyObject *(*item)(Cursor *))
 }
 
 static PyObject *
-topic(Cursor *c)
+read_field(Cursor *c, const Field *field)
 {
-    const Shape *s = &c->shapes[TOPIC];
-    PyObject *obj = new_struct(s);
-    if (obj == NULL)
-        return NULL;
-    FILL(obj, s, 1, topic_id(c));
-    FILL(obj, s, 2, array(c, partition));
-    if (no_tags(c) < 0)
-        goto fail;
-    return obj;
-fail:
-    Py_DECREF(obj);
-    return NULL;
+    switch (field->kind) {
+    case I16:
+        return int_field(c, 2);
+    case I32:
+        return int_field(c, 4);
+    case I64:
+        return int_field(c, 8);
+    case TEXT:
+        return text(c, 1);
+    case NAME:
+        return text(c, 0);
+    case TOPIC_ID:
+        return topic_id(c);
+    case RECORDS:
+        return records(c);
+    case NESTED:
+        return read_struct(c, field->role);
+    default:
+        return array(c, field->role);
+    }
 }
 
+/* A ``role`` struct: a new instance (an empty unknown_tags dict of its own), each field read
+ * into its slot, then the empty tagged-field section. Dropped half filled when a read gives
+ * up (its empty slots are cleared with Py_XDECREF like the others). */
 static PyObject *
-endpoint(Cursor *c)
+read_struct(Cursor *c, int role)
 {
-    const Shape *s = &c->shapes[ENDPOINT];
-    PyObject *obj = new_struct(s);
+    const Shape *shape = &c->shapes[role];
+    PyObject *obj = shape->cls->tp_alloc(shape->cls, 0);
     if (obj == NULL)
         return NULL;
-    FILL(obj, s, 1, int_field(c, 4));
-    FILL(obj, s, 2, text(c, 0));
-    FILL(obj, s, 3, int_field(c, 4));
-    FILL(obj, s, 4, text(c, 1));
-    if (no_tags(c) < 0)
+    PyObject *tags = PyDict_New();
+    if (tags == NULL)
         goto fail;
-    return obj;
-fail:
-    Py_DECREF(obj);
-    return NULL;
-}
-
-static PyObject *
-answer(Cursor *c)
-{
-    const Shape *s = &c->shapes[RESPONSE];
-    PyObject *obj = new_struct(s);
-    if (obj == NULL)
-        return NULL;
-    FILL(obj, s, 1, int_field(c, 4));
-    FILL(obj, s, 2, int_field(c, 2));
-    FILL(obj, s, 3, text(c, 1));
-    FILL(obj, s, 4, int_field(c, 4));
-    FILL(obj, s, 5, array(c, topic));
-    FILL(obj, s, 6, array(c, endpoint));
-    if (no_tags(c) < 0)
-        goto fail;
-    return obj;
+    SLOT(obj, shape->at[0]) = tags;
+    for (int i = 1; FIELDS[role][i].name != NULL; i++) {
+        PyObject *value = read_field(c, &FIELDS[role][i]);
+        if (value == NULL)
+            goto fail;
+        SLOT(obj, shape->at[i]) = value;
+    }
+    if (no_tags(c) == 0)
+        return obj;
 fail:
     Py_DECREF(obj);
     return NULL;
@@ -402,7 +328,7 @@ read_share_fetch(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     c.view = args[0];
     c.uuids = args[4];
     c.uuid_cls = args[5];
-    PyObject *got = answer(&c);
+    PyObject *got = read_struct(&c, RESPONSE);
     if (got != NULL) {
         result = Py_BuildValue("(Nn)", got, (Py_ssize_t)(c.p - c.base));
     }
@@ -431,7 +357,7 @@ gk_share_answer_init(PyObject *module)
         return -1;
     for (int role = 0; role < ROLES; role++) {
         int n = 0;
-        while (FIELDS[role][n] != NULL)
+        while (FIELDS[role][n].name != NULL)
             n++;
         PyObject *names = PyTuple_New(n);
         if (names == NULL) {
@@ -440,7 +366,7 @@ gk_share_answer_init(PyObject *module)
         }
         PyTuple_SET_ITEM(fields, role, names);
         for (int i = 0; i < n; i++) {
-            PyObject *name = PyUnicode_FromString(FIELDS[role][i]);
+            PyObject *name = PyUnicode_FromString(FIELDS[role][i].name);
             if (name == NULL) {
                 Py_DECREF(fields);
                 return -1;
