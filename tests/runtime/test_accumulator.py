@@ -276,7 +276,7 @@ def test_the_c_accumulator_refuses_unfit_types() -> None:
 
     with pytest.raises(TypeError, match="has no slot records"):
         native.module.Accumulator(lock, d(), d(), Plain, RecordFuture, 10, 10)
-    with pytest.raises(TypeError, match="Dicty.records is not a writable object slot"):
+    with pytest.raises(TypeError, match="Dicty.records is not a slot"):
         native.module.Accumulator(lock, d(), d(), Dicty, RecordFuture, 10, 10)
     with pytest.raises(TypeError, match="has no slot _record_batch"):
         native.module.Accumulator(lock, d(), d(), Batch, Batch, 10, 10)
