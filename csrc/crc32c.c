@@ -134,6 +134,12 @@ static uint32_t (*crc_update)(uint32_t, const unsigned char *, size_t) = crc_sof
 
 typedef uint32_t (*crc_fn)(uint32_t, const unsigned char *, size_t);
 
+uint32_t
+gk_crc32c(const unsigned char *p, size_t n)
+{
+    return crc_update(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
+}
+
 /* The CRC-32C of a bytes-like ``arg`` by ``update``, without the GIL past 64 KiB. */
 static PyObject *
 crc_of(PyObject *arg, crc_fn update)

@@ -14,7 +14,8 @@ PyInit__native(void)
         return NULL;
     if (gk_crc32c_init(module) < 0 || gk_read_init(module) < 0 || gk_write_init(module) < 0
         || gk_lock_init(module) < 0 || gk_accumulator_init(module) < 0
-        || gk_list_slot_init(module) < 0 || gk_share_answer_init(module) < 0) {
+        || gk_list_slot_init(module) < 0 || gk_share_answer_init(module) < 0
+        || gk_record_set_init(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -31,17 +31,7 @@ static const char *const FIELD_NAMES[] = {
     "offset", "timestamp", "key", "value", "headers", "timestamp_type", "topic", "partition",
 };
 #define PLAIN_FIELDS 6
-#define ALL_FIELDS 8
-/* At most this many fields named by a sourced class's SET_AFTER_DECODE (a share record's
- * delivery count): read_records leaves them empty, or sets the values it is given. */
-#define MAX_AFTER 2
-
-typedef struct {
-    Py_ssize_t at[ALL_FIELDS];
-    Py_ssize_t after_at[MAX_AFTER];
-    int n_after;
-    int sourced;
-} Layout;
+typedef GkLayout Layout;
 
 /* type -> bytes holding its Layout; filled on first use of a record class. */
 static PyObject *layouts = NULL;
@@ -313,40 +303,41 @@ PyDoc_STRVAR(read_records_doc,
 "``cls`` names in SET_AFTER_DECODE, set on every record built; without it those stay empty.\n"
 "Raises ValueError on malformed records.");
 
-static PyObject *
-read_records(PyObject *module, PyObject *args)
+int
+gk_record_build(PyObject *cls, int sourced, PyObject *topic, PyObject *partition,
+                PyObject *after, GkBuild *out)
 {
-    Py_buffer view;
-    Py_ssize_t pos, stop, count;
-    long long base_offset, base_ts, max_ts, from_offset = LLONG_MIN;
-    int ts_type, sourced;
-    PyObject *out, *cls, *topic, *partition, *after = NULL;
-    if (!PyArg_ParseTuple(args, "y*nnnLLiLO!OOOp|LO!:read_records", &view, &pos, &stop, &count,
-                          &base_offset, &base_ts, &ts_type, &max_ts, &PyList_Type, &out, &cls,
-                          &topic, &partition, &sourced, &from_offset, &PyTuple_Type, &after))
-        return NULL;
-    PyObject *result = NULL, *ts_obj = NULL, *ts_type_obj = NULL;
-    int64_t last_ts = 0;
-    Layout layout;
     if (!PyType_Check(cls)) {
         PyErr_SetString(PyExc_TypeError, "cls must be a type");
-        goto done;
+        return -1;
     }
-    PyTypeObject *type = (PyTypeObject *)cls;
-    if (find_layout(type, sourced, &layout) < 0)
-        goto done;
-    int n_after = after == NULL ? 0 : (int)PyTuple_GET_SIZE(after);
-    if (n_after && n_after != layout.n_after) {
+    out->type = (PyTypeObject *)cls;
+    if (find_layout(out->type, sourced, &out->layout) < 0)
+        return -1;
+    out->n_after = after == NULL ? 0 : (int)PyTuple_GET_SIZE(after);
+    if (out->n_after && out->n_after != out->layout.n_after) {
         PyErr_Format(PyExc_TypeError, "after holds %d values; %s.SET_AFTER_DECODE names %d",
-                     n_after, type->tp_name, layout.n_after);
-        goto done;
+                     out->n_after, out->type->tp_name, out->layout.n_after);
+        return -1;
     }
-    if (pos < 0 || stop < pos || stop > view.len || count < 0) {
-        PyErr_SetString(PyExc_ValueError, "record range outside the buffer");
-        goto done;
-    }
-    const unsigned char *base = (const unsigned char *)view.buf;
-    const unsigned char *p = base + pos, *end = base + stop;
+    out->topic = topic;
+    out->partition = partition;
+    out->after = after;
+    return 0;
+}
+
+const unsigned char *
+gk_record_loop(const unsigned char *origin, const unsigned char *p, const unsigned char *end,
+               Py_ssize_t count,
+               long long base_offset, long long base_ts, int ts_type, long long max_ts,
+               long long from_offset, const GkBuild *b, PyObject *out)
+{
+    const unsigned char *result = NULL;
+    PyObject *ts_obj = NULL, *ts_type_obj = NULL;
+    int64_t last_ts = 0;
+    PyTypeObject *type = b->type;
+    const Layout *layout = &b->layout;
+    int sourced = layout->sourced;
     ts_type_obj = PyLong_FromLong(ts_type);
     if (ts_type_obj == NULL)
         goto done;
@@ -406,7 +397,7 @@ read_records(PyObject *module, PyObject *args)
             Py_DECREF(value);
             Py_XDECREF(headers);
             malformed("record length says it ends at byte %zd, fields end at %zd",
-                      (Py_ssize_t)(rec_end - base), (Py_ssize_t)(p - base));
+                      (Py_ssize_t)(rec_end - origin), (Py_ssize_t)(p - origin));
             goto fail;
         }
         PyObject *offset = add_int(base_offset, offset_delta);
@@ -425,29 +416,58 @@ read_records(PyObject *module, PyObject *args)
             PyObject_GC_UnTrack(r);
         if (headers != NULL)
             PyObject_GC_UnTrack(headers);
-        SLOT(r, layout.at[0]) = offset;
-        SLOT(r, layout.at[1]) = ts;
-        SLOT(r, layout.at[2]) = key;
-        SLOT(r, layout.at[3]) = value;
-        SLOT(r, layout.at[4]) = headers;
-        SLOT(r, layout.at[5]) = Py_NewRef(ts_type_obj);
+        SLOT(r, layout->at[0]) = offset;
+        SLOT(r, layout->at[1]) = ts;
+        SLOT(r, layout->at[2]) = key;
+        SLOT(r, layout->at[3]) = value;
+        SLOT(r, layout->at[4]) = headers;
+        SLOT(r, layout->at[5]) = Py_NewRef(ts_type_obj);
         if (sourced) {
-            SLOT(r, layout.at[6]) = Py_NewRef(topic);
-            SLOT(r, layout.at[7]) = Py_NewRef(partition);
+            SLOT(r, layout->at[6]) = Py_NewRef(b->topic);
+            SLOT(r, layout->at[7]) = Py_NewRef(b->partition);
         }
-        for (int k = 0; k < n_after; k++)
-            SLOT(r, layout.after_at[k]) = Py_NewRef(PyTuple_GET_ITEM(after, k));
+        for (int k = 0; k < b->n_after; k++)
+            SLOT(r, layout->after_at[k]) = Py_NewRef(PyTuple_GET_ITEM(b->after, k));
         int appended = PyList_Append(out, r);
         Py_DECREF(r);
         if (appended < 0)
             goto fail;
     }
-    result = PyLong_FromSsize_t(p - base);
-    goto done;
+    result = p;
 fail:
 done:
     Py_XDECREF(ts_obj);
     Py_XDECREF(ts_type_obj);
+    return result;
+}
+
+static PyObject *
+read_records(PyObject *module, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t pos, stop, count;
+    long long base_offset, base_ts, max_ts, from_offset = LLONG_MIN;
+    int ts_type, sourced;
+    PyObject *out, *cls, *topic, *partition, *after = NULL;
+    if (!PyArg_ParseTuple(args, "y*nnnLLiLO!OOOp|LO!:read_records", &view, &pos, &stop, &count,
+                          &base_offset, &base_ts, &ts_type, &max_ts, &PyList_Type, &out, &cls,
+                          &topic, &partition, &sourced, &from_offset, &PyTuple_Type, &after))
+        return NULL;
+    PyObject *result = NULL;
+    GkBuild build;
+    if (gk_record_build(cls, sourced, topic, partition, after, &build) < 0)
+        goto done;
+    if (pos < 0 || stop < pos || stop > view.len || count < 0) {
+        PyErr_SetString(PyExc_ValueError, "record range outside the buffer");
+        goto done;
+    }
+    const unsigned char *base = (const unsigned char *)view.buf;
+    const unsigned char *end = gk_record_loop(base, base + pos, base + stop, count,
+                                              base_offset, base_ts, ts_type, max_ts,
+                                              from_offset, &build, out);
+    if (end != NULL)
+        result = PyLong_FromSsize_t(end - base);
+done:
     PyBuffer_Release(&view);
     return result;
 }

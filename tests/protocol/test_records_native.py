@@ -34,6 +34,8 @@ from groupkit.protocol.records import (
     encode_batch,
     encode_control_batch,
 )
+from groupkit.protocol.records.construct import _make
+from groupkit.protocol.records.reader import _entries
 from groupkit.runtime.fetcher import ConsumerRecord
 from tests.protocol.corrupt_records import SEEDS, mutate, mutation, recrc_v2
 
@@ -472,3 +474,70 @@ def test_a_view_of_a_frame_reads_as_its_bytes(which: str, name: str, data: bytes
         frame[4:] = bytes(len(data))  # the frame reused: the records keep what they read
         assert all(isinstance(v, (bytes, type(None))) for r in got for v in (r.key, r.value))
         assert as_data([attrs.evolve(decode_batches(data)[0], records=got)]) == from_bytes
+
+
+# --- a whole record set in one call (csrc/record_set.c) ------------------------------------------
+
+
+def _set_read(data: bytes | bytearray | memoryview, **kwargs: Any) -> tuple[bool, list[Record]]:
+    """What read_v2_set makes of ``data`` (whether it read it, and the records), the list
+    starting with one record in it, which it must leave alone when it gives up."""
+    out: list[Record] = [Record(0, 0, None, b"before")]
+    make = _make(kwargs.pop("record_type", Record), kwargs.pop("topic", None),
+                            kwargs.pop("partition", None), kwargs.pop("after", ()))
+    read = batch_read._read_set_native(data, kwargs.pop("check_crc", True), out, make,
+                                       kwargs.pop("up_to", None), kwargs.pop("from_offset", None))
+    assert not kwargs
+    assert out[0].value == b"before"
+    return read, out[1:]
+
+
+def _walked(data: bytes | bytearray | memoryview, **kwargs: Any) -> list[Any]:
+    """The records the entry-by-entry walk reads (the C loop per batch), as data."""
+    with reader("c"):
+        out: list[Record] = []
+        make = _make(kwargs.get("record_type", Record), kwargs.get("topic"),
+                                kwargs.get("partition"), kwargs.get("after", ()))
+        for _ in _entries(data, kwargs.get("topic"), kwargs.get("partition"), True, 2**30, out,
+                          False, make, kwargs.get("up_to"), kwargs.get("from_offset")):
+            pass
+    return [attrs.astuple(r, recurse=False) for r in out]
+
+
+@needs_native
+@pytest.mark.parametrize("kwargs", [
+    {}, {"up_to": 130}, {"from_offset": 105}, {"from_offset": 140, "up_to": 140},
+    {"up_to": 99}, {"record_type": _Counted, "topic": "t", "partition": 4, "after": (2,)},
+    {"record_type": ConsumerRecord, "topic": "t", "partition": 4, "from_offset": 70},
+])
+def test_a_set_of_uncompressed_v2_batches_is_read_in_one_call_as_the_walk_reads_it(
+        kwargs: dict[str, Any]) -> None:
+    data = b"".join(encode_batch(rows(40, s), base_offset=100 + 40 * s) for s in range(3))
+    frame = bytearray(b"xx" + data + b"\x00\x00\x00")  # a view into a frame, a cut entry after
+    view = memoryview(frame)[2:]
+    read, got = _set_read(view, **dict(kwargs))
+    assert read
+    assert [attrs.astuple(r, recurse=False) for r in got] == _walked(view, **kwargs)
+    if "after" in kwargs:
+        assert {r.count for r in got} == {2}  # type: ignore[attr-defined]
+
+
+@needs_native
+def test_a_set_it_does_not_read_is_left_to_the_walk_untouched() -> None:
+    plain = encode_batch(rows(5, 1), base_offset=0)
+    bad_crc = bytearray(plain)
+    bad_crc[plain.index(b"\x01" * 38) + 5] ^= 0xFF  # inside a value: the records still read
+    bad_record = recrc_v2(bytearray(plain[:61]) + b"\x7e" + plain[62:])  # a length past the end
+    cases = {
+        "compressed": plain + encode_batch(rows(5, 2), base_offset=5, compression="gzip"),
+        "control": encode_control_batch(1, producer_id=9, producer_epoch=0, base_offset=5),
+        "legacy": SEEDS[0] if SEEDS[0][16] < 2 else next(s for s in SEEDS if s[16] < 2),
+        "bad CRC": bytes(bad_crc),
+        "malformed record": bad_record,
+        "short length": plain[:8] + b"\x00\x00\x00\x05" + plain[12:],
+    }
+    for name, data in cases.items():
+        assert _set_read(data) == (False, []), name
+    # Without the CRC check the set with the bad one is read, as the walk reads it.
+    read, got = _set_read(bytes(bad_crc), check_crc=False)
+    assert read and len(got) == 5

@@ -206,6 +206,27 @@ def _read_records_native(buf: bytes, pos: int, end: int, count: int, base_offset
 
 #: read_records' from_offset for "none" (nothing is below it).
 _NO_OFFSET = -2 ** 63
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _read_set_native(data: bytes | bytearray | memoryview, check_crc: bool, out: list[Record],
+                     make: _Make, up_to: int | None, from_offset: int | None) -> bool:
+    """Read a whole record set of uncompressed v2 batches into ``out`` in C (csrc/record_set.c)
+    as the entry-by-entry walk would; False, ``out`` untouched, for any other set (the walk
+    reads it then)."""
+    assert native.module is not None
+    if not _NO_OFFSET <= (from_offset or 0) <= _INT64_MAX \
+            or not _NO_OFFSET <= (up_to or 0) <= _INT64_MAX:
+        return False
+    record_cls, extra = make
+    topic = partition = None
+    after = None
+    if extra:
+        (_, topic), (_, partition), *pairs = extra
+        after = tuple(value for _, value in pairs) if pairs else None
+    return bool(native.module.read_v2_set(
+        data, check_crc, out, record_cls, topic, partition, bool(extra),
+        _NO_OFFSET if from_offset is None else from_offset, up_to, after))
 
 
 #: The record loop in use: C when the extension is built (tests swap it to compare the two).

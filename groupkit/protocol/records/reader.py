@@ -11,7 +11,7 @@ from typing import Any
 
 from groupkit.protocol.compression import CODEC_NAMES, DEFAULT_MAX_DECOMPRESSED_SIZE
 from groupkit.protocol.records import batch_read
-from groupkit.protocol.records.batch_read import _decode_v2, _read_records_native
+from groupkit.protocol.records.batch_read import _decode_v2, _read_records_native, _read_set_native
 from groupkit.protocol.records.construct import _PLAIN, _Make, _make
 from groupkit.protocol.records.layout import (
     _LEGACY_MIN_LENGTH,
@@ -86,7 +86,9 @@ def decode_records(data: bytes | bytearray | memoryview, *, topic: str | None = 
                    from_offset: int | None = None, after: tuple[Any, ...] = ()) -> list[Record]:
     """Every data record in a Fetch response's record set, in order, control batches skipped.
 
-    Reads any mix of magic 0, 1 and 2; a partial entry at the end is dropped. ``topic`` and
+    Reads any mix of magic 0, 1 and 2; a partial entry at the end is dropped. With the C record
+    loop in use, a set of uncompressed v2 batches is read in one call
+    (``batch_read._read_set_native``), any other walked entry by entry. ``topic`` and
     ``partition`` name the source in error messages. ``record_type`` is the class built: Record,
     or a slotted subclass adding ``topic`` and ``partition`` fields, which get those arguments
     (a consumer's record, built here so it is not copied record by record afterwards). This
@@ -102,6 +104,9 @@ def decode_records(data: bytes | bytearray | memoryview, *, topic: str | None = 
     """
     out: list[Record] = []
     make = _make(record_type, topic, partition, after)
+    if batch_read._reader is _read_records_native \
+            and _read_set_native(data, check_crc, out, make, up_to, from_offset):
+        return out
     for _ in _entries(data, topic, partition, check_crc, max_decompressed_size, out, False,
                       make, up_to, from_offset):
         pass
