@@ -61,6 +61,18 @@ const unsigned char *gk_record_loop(const unsigned char *origin, const unsigned 
                                     long long base_ts, int ts_type, long long max_ts,
                                     long long from_offset, const GkBuild *b, PyObject *out);
 
+/* The big-endian signed integer of ``width`` bytes (2, 4 or 8) at p: Kafka's fixed-width
+ * fields. */
+static inline int64_t
+gk_load_be(const unsigned char *p, int width)
+{
+    uint64_t u = 0;
+    for (int i = 0; i < width; i++)
+        u = (u << 8) | p[i];
+    int shift = 64 - 8 * width; /* sign-extend from width bytes */
+    return shift ? (int64_t)(u << shift) >> shift : (int64_t)u;
+}
+
 /* The CRC-32C of p[0:n] (crc32c.c: by the CPU's instruction where it has one). */
 uint32_t gk_crc32c(const unsigned char *p, size_t n);
 

@@ -19,16 +19,6 @@
 #define V2_CRC_FROM 21       /* the CRC covers the batch from its attributes on */
 #define V2_MIN_RECORD 7      /* the smallest record */
 
-static int64_t
-be(const unsigned char *p, int width)
-{
-    uint64_t u = 0;
-    for (int i = 0; i < width; i++)
-        u = (u << 8) | p[i];
-    int shift = 64 - 8 * width;
-    return shift ? (int64_t)(u << shift) >> shift : (int64_t)u;
-}
-
 /* Read the set's batches into ``out``: 1 when read, 0 to give up (nothing set), -1 on an
  * error that must go up (an allocation). */
 static int
@@ -38,7 +28,7 @@ walk(const unsigned char *base, Py_ssize_t n, int check_crc, long long from_offs
     Py_ssize_t pos = 0;
     while (n - pos >= LOG_OVERHEAD) {
         const unsigned char *p = base + pos;
-        int64_t base_offset = be(p, 8), length = be(p + 8, 4);
+        int64_t base_offset = gk_load_be(p, 8), length = gk_load_be(p + 8, 4);
         if (length < LEGACY_MIN_LENGTH)
             return 0;
         Py_ssize_t end = pos + LOG_OVERHEAD + (Py_ssize_t)length;
@@ -48,13 +38,13 @@ walk(const unsigned char *base, Py_ssize_t n, int check_crc, long long from_offs
             return 0;
         if (bounded && base_offset > up_to)
             return 1; /* nothing from here on is wanted (offsets only grow) */
-        int attributes = (int)be(p + 21, 2);
+        int attributes = (int)gk_load_be(p + 21, 2);
         if (attributes & 0x27) /* compressed (the codec's three bits) or a control batch */
             return 0;
-        if (check_crc && (uint32_t)be(p + 17, 4) != gk_crc32c(p + V2_CRC_FROM,
-                                                              (size_t)(end - pos - V2_CRC_FROM)))
+        uint32_t crc = (uint32_t)gk_load_be(p + 17, 4);
+        if (check_crc && crc != gk_crc32c(p + V2_CRC_FROM, (size_t)(end - pos - V2_CRC_FROM)))
             return 0;
-        int64_t count = be(p + 57, 4);
+        int64_t count = gk_load_be(p + 57, 4);
         const unsigned char *records = p + V2_HEADER, *stop = base + end;
         if (count < 0 || count > (stop - records) / V2_MIN_RECORD)
             return 0;
@@ -69,8 +59,8 @@ walk(const unsigned char *base, Py_ssize_t n, int check_crc, long long from_offs
             }
         }
         const unsigned char *last = gk_record_loop(
-            base, records, stop, (Py_ssize_t)count, base_offset, be(p + 27, 8),
-            (attributes >> 3) & 1, be(p + 35, 8),
+            base, records, stop, (Py_ssize_t)count, base_offset, gk_load_be(p + 27, 8),
+            (attributes >> 3) & 1, gk_load_be(p + 35, 8),
             from_offset > base_offset ? from_offset : LLONG_MIN, build, out);
         if (last == NULL)
             return PyErr_ExceptionMatches(PyExc_ValueError) ? (PyErr_Clear(), 0) : -1;

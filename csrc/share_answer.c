@@ -96,12 +96,8 @@ fixed(Cursor *c, int width, int64_t *v)
 {
     if (c->end - c->p < width)
         return -1;
-    uint64_t u = 0;
-    for (int i = 0; i < width; i++)
-        u = (u << 8) | c->p[i];
+    *v = gk_load_be(c->p, width);
     c->p += width;
-    int shift = 64 - 8 * width; /* sign-extend from width bytes */
-    *v = shift ? (int64_t)(u << shift) >> shift : (int64_t)u;
     return 0;
 }
 
