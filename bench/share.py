@@ -4,9 +4,10 @@ confluent-kafka's, on confluent-kafka's mock cluster, same members and records, 
 For each client, ``--members`` member processes of a new share group (each this module with
 ``member`` as first argument) join on an empty topic and poll until the group has settled (the
 mock's share heartbeat is set to 0.5 s through librdkafka's C API; two intervals after the
-last join); they stop polling, the records are produced (not timed), and on "go" the members
-poll at their defaults in implicit acknowledgement mode (each poll accepts the records of the
-one before) and report how many records they have had. Rows:
+last join); they stop polling, the records are produced (not timed; in record sets of 500, the
+same in every run), and on "go" the members poll at their defaults in implicit acknowledgement
+mode (each poll accepts the records of the one before) and report how many records they have
+had. Rows:
 
 - ``share accept``: records per second, from "go" to the moment the members together had them
   all (the last poll's records are accepted by the commit that follows, not timed);
@@ -47,6 +48,11 @@ PARTITIONS = 8
 VALUE = b"x" * 100
 WAIT_S = 180.0
 HEARTBEAT_MS = 500
+#: Records in each record set produced: the mock's work for a share fetch, and a client's for
+#: its answer, grow with the size of the record sets the acquired records sit in, so every run
+#: gets the same ones (left to linger.ms they were 2 to 6,000 records, differing run to run).
+BATCH = 500
+PRODUCER = {"batch.num.messages": BATCH, "linger.ms": 1000}
 
 
 def _emit(**event: object) -> None:
@@ -127,6 +133,20 @@ class _Member:
         self.proc.stdin.flush()
 
 
+def _produce(producer: Any, topic: str, records: int) -> None:
+    """``records`` records round-robin over the partitions, in batches of ``BATCH`` records
+    each (the producer holds a batch until it is full or flushed), so every run reads the
+    same record sets whatever the machine's pace."""
+    sent = 0
+    while sent < records:
+        chunk = min(records - sent, BATCH * PARTITIONS)
+        for i in range(sent, sent + chunk):
+            producer.produce(topic, value=VALUE, partition=(i // BATCH) % PARTITIONS)
+        if producer.flush(120):
+            raise RuntimeError("the mock cluster did not take every record")
+        sent += chunk
+
+
 def _run(mock: Any, client: str, records: int, members: int) -> tuple[float, float]:
     group = topic = f"bench-share-{client}"
     mock.create_topic(topic, PARTITIONS)
@@ -144,15 +164,7 @@ def _run(mock: Any, client: str, records: int, members: int) -> tuple[float, flo
         for m in running:
             if not m.ready.wait(WAIT_S):
                 raise RuntimeError(f"a {client} member did not pause")
-        producer = mock.warm_producer()
-        for i in range(records):
-            while True:
-                try:
-                    producer.produce(topic, value=VALUE, partition=i % PARTITIONS)
-                    break
-                except BufferError:  # librdkafka's queue holds 100,000 records: let it drain
-                    producer.poll(0.1)
-        producer.flush(120)
+        _produce(mock.warm_producer(), topic, records)
         cpu = {m.proc.pid: run_seconds(m.proc.pid) for m in running}
         started = time.monotonic()
         for m in running:
@@ -192,7 +204,7 @@ def measure(records: int = 200_000, members: int = 2,
             # A mock of its own for each run: the mock slows as it holds more records and
             # groups, which would favour whichever client runs first.
             with MockCluster(share_heartbeat_interval_ms=HEARTBEAT_MS) as mock:
-                mock.warm_producer()
+                mock.warm_producer(**PRODUCER)
                 rate, cpu = _run(mock, client, records, members)
             runs[client].append((rate, cpu))
             sys.stderr.write(f"share round {turn + 1} {client}: {rate:,.0f} records/s,"

@@ -193,8 +193,9 @@ class MockCluster:
             raise TimeoutError("the mock cluster did not take every record")
         return count
 
-    def warm_producer(self) -> Any:
-        """The one producer ``produce`` uses, started and settled. Start it before any share
+    def warm_producer(self, **config: Any) -> Any:
+        """The one producer ``produce`` uses, started and settled (with librdkafka ``config``
+        on top of the defaults, used when it is first made). Start it before any share
         member joins: a librdkafka client closes its bootstrap connections once it knows the
         brokers, and on the mock a closing connection ends every share session on that
         broker (the quirk above); so does a producer that goes away."""
@@ -202,7 +203,7 @@ class MockCluster:
 
         if self._producer is None:
             producer = confluent_kafka.Producer({"bootstrap.servers": self.bootstrap_servers,
-                                                 "linger.ms": 5})
+                                                 "linger.ms": 5, **config})
             self.create_topic("warm-up", 1)
             producer.produce("warm-up", value=b"warm-up")
             if producer.flush(10):
