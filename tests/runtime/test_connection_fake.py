@@ -394,3 +394,17 @@ def test_mechanism_the_broker_does_not_offer_is_named(fake_broker) -> None:
     with BrokerConnection("127.0.0.1", broker.port, sasl=creds) as conn, \
             pytest.raises(AuthenticationError, match="offers SCRAM-SHA-512"):
         conn.connect()
+
+
+def test_a_closed_fake_broker_takes_no_more_connections() -> None:
+    """close() stops the fake's accepting thread at once. A thread left blocked in accept
+    keeps the socket listening after close until one more connection comes: in one CI run
+    another test's metrics server got that connection's port, and its scrape reached the fake."""
+    broker = FakeBroker(metadata_reply)
+    with BrokerConnection("127.0.0.1", broker.port) as conn:
+        assert isinstance(conn.send(MetadataRequest()).result(5), MetadataResponse)
+    broker.close()
+    broker.acceptor.join(5)
+    assert not broker.acceptor.is_alive()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", broker.port), timeout=5).close()

@@ -62,8 +62,10 @@ def reply_body(sock: socket.socket, header: RequestHeader, body: bytes) -> None:
     sock.sendall(struct.pack(">i", len(head) + len(body)) + head + body)
 
 
-def accept_forever(server: socket.socket, serve: Callable[[socket.socket], None]) -> None:
-    """Serve every connection ``server`` accepts on a thread of its own, until it is closed."""
+def accept_forever(server: socket.socket,
+                   serve: Callable[[socket.socket], None]) -> threading.Thread:
+    """Serve every connection ``server`` accepts on a thread of its own, until
+    ``stop_listening``; the accepting thread."""
     def accept() -> None:
         while True:
             try:
@@ -72,7 +74,18 @@ def accept_forever(server: socket.socket, serve: Callable[[socket.socket], None]
                 return
             threading.Thread(target=serve, args=(sock,), daemon=True).start()
 
-    threading.Thread(target=accept, daemon=True).start()
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    return thread
+
+
+def stop_listening(server: socket.socket) -> None:
+    """Stop ``server`` accepting, at once. Closing it alone does not: the thread blocked in
+    ``accept`` keeps the socket listening until one more connection comes, which it then
+    serves, on a port the system may since have handed to another server of the test run."""
+    with contextlib.suppress(OSError):
+        server.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (EINVAL)
+    server.close()
 
 
 class FakeBroker:
@@ -90,7 +103,7 @@ class FakeBroker:
         self._lock = threading.Lock()
         self.server = socket.create_server(("127.0.0.1", port))
         self.port: int = self.server.getsockname()[1]
-        accept_forever(self.server, self._serve)
+        self.acceptor = accept_forever(self.server, self._serve)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -125,7 +138,7 @@ class FakeBroker:
             for k, (lo, hi) in sorted(self.versions.items())]))
 
     def close(self) -> None:
-        self.server.close()
+        stop_listening(self.server)
 
     def __enter__(self) -> FakeBroker:
         return self
