@@ -5,14 +5,18 @@ After the Java client's ShareConsumeRequestManager. It keeps one share session p
 when the application wants records and has none buffered (carrying the acknowledgements of
 earlier records as it goes, Java's piggy-backing), a ShareAcknowledge when a commit wants
 acknowledgements sent now, and on close a final ShareAcknowledge (epoch -1) that closes the
-session. Answers are handed over by the connections' reader threads and handled here: records
-are decoded (``share_records``) and recorded in the ledger (acquired offsets, delivery counts,
-lock deadlines), acknowledgement results are queued for the application's callback and for the
-commits waiting on them. The application's side only touches the buffer, the ledger and the
-queues, under one lock; it never sends, so nothing it calls blocks on a broker.
+session. An answer is handled on the connection's reader thread as it arrives, as Java's
+network thread handles its responses: records are decoded (``share_records``) and recorded in
+the ledger (acquired offsets, delivery counts, lock deadlines), acknowledgement results are
+queued for the application's callback and for the commits waiting on them, and the fetcher
+thread is woken only when the answer leaves it something to send. A failed request goes to the
+fetcher thread. The fetcher thread's rounds and the answers take turns under one lock
+(``_round``). The application's side only touches the buffer, the ledger and the queues, under
+another (``_lock``); it never sends, so nothing it calls blocks on a broker.
 
-The module is over 600 lines because both sides share one set of state (sessions, requests in
-flight, buffer, ledger, commit tickets) under one lock, which is easier to check in one place.
+The module is over 600 lines because the three sides (the fetcher thread, the answers, the
+application) share one set of state (sessions, requests in flight, buffer, ledger, commit
+tickets) under these two locks, which is easier to check in one place.
 """
 
 from __future__ import annotations
@@ -148,6 +152,12 @@ class ShareFetcher:
 
     ledger: ShareLedger = attrs.field(init=False, factory=ShareLedger)
     _lock: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    #: Held by the fetcher thread's rounds and by an answer's handling, so that the two take
+    #: turns with the sessions, the requests in flight and the back-offs (re-entered when a
+    #: send completes at once, on the fetcher thread); taken before ``_lock``, never after.
+    _round: threading.RLock = attrs.field(init=False, factory=threading.RLock)
+    #: When the fetcher thread next wakes by itself (set before it waits).
+    _sleep_until: float = attrs.field(init=False, default=0.0)
     _bell: Bell = attrs.field(init=False, factory=Bell)
     _thread: threading.Thread | None = attrs.field(init=False, default=None)
     _assigned: frozenset[SharePartition] = attrs.field(init=False, default=frozenset())
@@ -327,21 +337,28 @@ class ShareFetcher:
                     self._inbox.clear()
                 if stopping:
                     break
-                now = self.clock()
-                for item in items:
-                    item(now)
-                self._maybe_refresh()
-                self._send_due(self.clock())
-                self._expire(self.clock())
+                with self._round:
+                    now = self.clock()
+                    for item in items:
+                        item(now)
+                    self._maybe_refresh()
+                    self._send_due(self.clock())
+                    self._expire(self.clock())
+                    now = self.clock()
+                    wait = self._wait_s(now)
+                    self._sleep_until = now + wait
                 if not self._inbox:
-                    self._bell.wait(self._wait_s(self.clock()))
+                    self._bell.wait(wait)  # a ring since the round ended returns at once
         except Exception as exc:
-            log.exception("the share fetcher of group %s stopped on an internal error",
-                          self.group_id)
-            self._error = exc if isinstance(exc, GroupkitError) else IllegalStateError(
-                f"the share fetcher stopped on an internal error: {exc!r}")
-            self._closed.set()
-            self.ready()
+            self._broke(exc)
+
+    def _broke(self, exc: Exception) -> None:
+        log.exception("the share fetcher of group %s stopped on an internal error",
+                      self.group_id)
+        self._error = exc if isinstance(exc, GroupkitError) else IllegalStateError(
+            f"the share fetcher stopped on an internal error: {exc!r}")
+        self._closed.set()
+        self.ready()
 
     def _wait_s(self, now: float) -> float:
         due = [at for node, at in self._retry_at.items() if at > now]
@@ -513,17 +530,40 @@ class ShareFetcher:
         return error
 
     def _answered(self, flight: _InFlight, future: Future[Any]) -> None:
-        """On a connection's reader thread: hand the outcome to the fetcher thread."""
+        """On the thread that completed the request (a connection's reader, or the fetcher
+        thread when it completed at once): an answer is handled here and now, the fetcher
+        thread woken only if it has something to do about it; a failure goes to it."""
         try:
             response = future.result()
         except BaseException as exc:
-            error = exc
-            item = partial(self._failed, flight, error)
-        else:
-            item = partial(self._respond, flight, response)
+            with self._lock:
+                self._inbox.append(partial(self._failed, flight, exc))
+            self._bell.ring()
+            return
+        try:
+            with self._round:
+                self._respond(flight, response, self.clock())
+                due = self._round_due(flight.node)
+        except Exception as exc:  # as on the fetcher thread: the consumer fails, not hangs
+            self._broke(exc)
+            return
+        if due:
+            self._bell.ring()
+
+    def _round_due(self, node: int) -> bool:
+        """Whether the fetcher thread has something to do after an answer from ``node``: the
+        application waits for records (an empty answer is fetched again), a commit or the
+        close waits, acknowledgements wait for that leader, a back-off or an error came, or a
+        lock now runs out before the fetcher thread next wakes (under ``_round``)."""
+        if self._retry_at or self._error is not None:
+            return True
         with self._lock:
-            self._inbox.append(item)
-        self._bell.ring()
+            if self._polls > self._served or self._closing or self._waiting:
+                return True
+            if any(self._leader(p) == node for p in self.ledger.pending_partitions()):
+                return True
+            expiry = self.ledger.next_expiry()
+        return expiry is not None and expiry < self._sleep_until
 
     def _failed(self, flight: _InFlight, error: BaseException, now: float) -> None:
         node = flight.node

@@ -8,8 +8,11 @@ as its thread gets them from a connection."""
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import Future
+from typing import Any
 
 from groupkit.config import ClientConfig
+from groupkit.errors import IllegalStateError, KafkaConnectionError
 from groupkit.protocol.messages.share_fetch import (
     AcquiredRecords,
     ShareFetchResponse,
@@ -146,3 +149,68 @@ def test_while_the_application_wants_records_an_empty_answer_is_fetched_again_un
     assert _fetch_planned(fetcher, 1.6) is None
     assert fetcher.take(10, {}) == []
     assert _fetch_planned(fetcher, 1.7) is not None
+
+
+# --- answers on the thread that completed them -------------------------------------------------
+
+
+def _done(result: object) -> Future[Any]:
+    future: Future[Any] = Future()
+    if isinstance(result, BaseException):
+        future.set_exception(result)
+    else:
+        future.set_result(result)
+    return future
+
+
+def _rung(fetcher: ShareFetcher) -> bool:
+    """Whether the fetcher thread's bell was rung since the last look (the look uses it up)."""
+    return fetcher._bell.wait(0)
+
+
+def test_an_answer_is_handled_where_it_arrives_and_wakes_the_fetcher_thread_only_for_work() -> None:
+    # Java's network thread handles each response itself; here the connection's reader thread
+    # does, and the fetcher thread hears of it only when the answer leaves it something to send.
+    cluster, _ = _fetcher()
+    cluster.metadata = _metadata(1)
+    rings: list[int] = []
+    fetcher = ShareFetcher(cluster, "g", "m", FetchSettings(), ready=lambda: rings.append(1))
+    fetcher.assign(frozenset({P0}))
+    assert fetcher.take(10, {}) == []  # the application comes up empty
+    assert _rung(fetcher)
+    flight = _fetch_planned(fetcher, 0.0)
+    assert flight is not None
+    fetcher._answered(flight, _done(_empty_answer()))
+    assert _rung(fetcher) and rings == []  # it still wants records: the fetcher asks again
+    flight = _fetch_planned(fetcher, 0.1)
+    assert flight is not None
+    fetcher._answered(flight, _done(_answer(0, 5)))
+    assert rings == [1] and not _rung(fetcher)  # records: the poll wakes, the fetcher need not
+    assert fetcher._in_flight == {}
+    delivered: dict[SharePartition, list[range]] = {}
+    assert len(fetcher.take(10, delivered)) == 5
+    fetcher.acknowledge_all(delivered, AcknowledgeType.ACCEPT)
+    _rung(fetcher)  # take rang it; the acceptances now wait for node 1
+    # An answer from node 1 to a request that did not carry them: the fetcher sends them now.
+    fetcher._answered(_InFlight(_Kind.FETCH, 1, 0, {}, {(TOPIC_ID, 0): P0}, 0.2, []),
+                      _done(_answer(5, 5)))
+    assert _rung(fetcher)
+
+
+def test_a_failed_request_goes_to_the_fetcher_thread() -> None:
+    cluster, fetcher = _fetcher()
+    cluster.metadata = _metadata(1)
+    flight = _InFlight(_Kind.FETCH, 1, 0, {}, {(TOPIC_ID, 0): P0}, 0.0, [])
+    fetcher._answered(flight, _done(KafkaConnectionError("the connection closed")))
+    assert _rung(fetcher) and len(fetcher._inbox) == 1
+
+
+def test_an_answer_that_breaks_its_handling_stops_the_fetcher_with_the_error() -> None:
+    # As a fault on the fetcher thread does: the consumer raises it instead of waiting forever.
+    cluster, _ = _fetcher()
+    rings: list[int] = []
+    fetcher = ShareFetcher(cluster, "g", "m", FetchSettings(), ready=lambda: rings.append(1))
+    flight = _InFlight(_Kind.FETCH, 1, 0, {}, {(TOPIC_ID, 0): P0}, 0.0, [])
+    fetcher._answered(flight, _done(_answer(0, 5)))  # no session with node 1: a fetcher bug
+    assert isinstance(fetcher.error, IllegalStateError) and "KeyError" in str(fetcher.error)
+    assert rings == [1]
