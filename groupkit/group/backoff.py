@@ -6,7 +6,8 @@ the Java client configures it for ``retry.backoff.ms``/``retry.backoff.max.ms`` 
 ``initial_ms * 2**(n - 1)`` scaled by a random factor in [0.8, 1.2], never more than
 ``max_ms``; with ``max_ms <= initial_ms`` every wait is ``max_ms``, without jitter. Every retry
 loop and reconnect in groupkit takes its delays from here. Sans-IO: the random source is
-injected (tests pass a constant).
+injected (tests pass a constant); by default it is ``random_jitter``, a generator of
+groupkit's own.
 """
 
 from __future__ import annotations
@@ -21,18 +22,23 @@ import attrs
 JITTER = 0.2
 #: How much each consecutive failure multiplies the delay by (Java: 2).
 MULTIPLIER = 2
+#: The default random source of every back-off's jitter in groupkit: a generator of its own,
+#: so the client never moves the global ``random`` state an application may have seeded for a
+#: reproducible run (as Java's ExponentialBackoff draws from ThreadLocalRandom, not the
+#: application's Random).
+random_jitter: Callable[[], float] = random.Random().random
 
 
 @attrs.frozen
 class Backoff:
     """Delays growing from ``initial_ms`` to ``max_ms``.
 
-    ``jitter`` returns a float in [0, 1), like ``random.random`` (the default).
+    ``jitter`` returns a float in [0, 1), like ``random.random`` (default: ``random_jitter``).
     """
 
     initial_ms: float
     max_ms: float
-    jitter: Callable[[], float] = random.random
+    jitter: Callable[[], float] = random_jitter
 
     def delay(self, failures: int) -> float:
         """Seconds to wait after the ``failures``-th consecutive failure (1 for the first).

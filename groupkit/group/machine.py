@@ -59,7 +59,7 @@ T = Trigger
 class GroupMachine(AnsweringMember):
     """One member of one group. Not thread-safe: one runtime thread drives it.
 
-    Built as ``GroupMachine(config, protocol, jitter=random.random)``; ``jitter`` is the random
+    Built as ``GroupMachine(config, protocol, jitter=random_jitter)``; ``jitter`` is the random
     source of the retry back-off.
     """
 

@@ -9,14 +9,13 @@ the coordinator, reset the generation, fail, finish a leave. Every state change 
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Hashable
 
 import attrs
 
 from groupkit.errors import GroupkitError
 from groupkit.group import requests
-from groupkit.group.backoff import Backoff
+from groupkit.group.backoff import Backoff, random_jitter
 from groupkit.group.config import GroupConfig
 from groupkit.group.outputs import (
     CommitFence,
@@ -56,12 +55,12 @@ class InFlight:
 class Membership:
     """The record of one classic group member and the moves on it (see the module docstring).
 
-    ``jitter`` is the random source of the retry back-off (``random.random`` by default).
+    ``jitter`` is the random source of the retry back-off (``backoff.random_jitter`` by default).
     """
 
     config: GroupConfig
     protocol: GroupProtocol
-    jitter: Callable[[], float] = random.random
+    jitter: Callable[[], float] = random_jitter
 
     _state: MemberState = attrs.field(init=False, default=S.UNJOINED)
     _started: bool = attrs.field(init=False, default=False)

@@ -26,7 +26,6 @@ import collections
 import functools
 import logging
 import math
-import random
 import select
 import socket
 import struct
@@ -53,7 +52,7 @@ from groupkit.errors import (
     UnsupportedVersionError,
     check_error,
 )
-from groupkit.group.backoff import Backoff
+from groupkit.group.backoff import Backoff, random_jitter
 from groupkit.protocol import releases
 from groupkit.protocol.framing import DEFAULT_MAX_FRAME_SIZE, Frame, FrameDecoder
 from groupkit.protocol.headers import (
@@ -157,7 +156,7 @@ class BrokerConnection:
     reachability: Reachability | None = attrs.field(default=None, repr=False)
     #: "auto", or a Kafka release whose API versions cap the negotiated ones (releases.py).
     api_version: str = releases.AUTO
-    jitter: Callable[[], float] = attrs.field(default=random.random, repr=False)
+    jitter: Callable[[], float] = attrs.field(default=random_jitter, repr=False)
     #: A socket with nothing in flight for this long is closed (negative: never; see idle.py).
     connections_max_idle_ms: int = 540_000
     _link: _Link | None = attrs.field(default=None, init=False, repr=False)

@@ -7,13 +7,12 @@ back-off and crash-loop rules are unit-testable without spawning anything.
 
 from __future__ import annotations
 
-import random
 from collections import Counter, deque
 from collections.abc import Callable
 
 import attrs
 
-from groupkit.group.backoff import Backoff
+from groupkit.group.backoff import Backoff, random_jitter
 
 __all__ = ["CrashLoop", "RESTART_REASONS", "SlotBook", "SlotSummary"]
 
@@ -80,7 +79,7 @@ class SlotBook:
     backoff_max_s: float
     crash_loop_count: int
     window_s: float
-    jitter: Callable[[], float] = random.random
+    jitter: Callable[[], float] = random_jitter
     _slots: dict[int, _Slot] = attrs.field(factory=dict)
     _crashes: deque[float] = attrs.field(factory=deque)
     _backoff: Backoff = attrs.field(init=False)

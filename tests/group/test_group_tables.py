@@ -3,18 +3,23 @@ from them."""
 
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from groupkit.config import ConsumerConfig
 from groupkit.errors import ConfigError, IllegalStateError
 from groupkit.group import Action, Api, GroupConfig, MemberState, Trigger
-from groupkit.group.backoff import Backoff
+from groupkit.group.backoff import Backoff, random_jitter
 from groupkit.group.diagram import render
 from groupkit.group.error_actions import DEFAULT_ACTIONS, ERROR_ACTIONS
+from groupkit.group.kip848.membership import Membership as Kip848Membership
+from groupkit.group.membership import Membership
+from groupkit.group.share.machine import ShareGroupMachine
 from groupkit.group.states import (
     HEARTBEAT_STATES,
     REACTIONS,
@@ -25,6 +30,8 @@ from groupkit.group.states import (
     reaction_for,
 )
 from groupkit.group.table import reachable
+from groupkit.runtime.connection import BrokerConnection
+from groupkit.workers.slots import SlotBook
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "group-state-machine.md"
 
@@ -84,6 +91,20 @@ def test_a_clients_retry_backoff_follows_its_settings() -> None:
     for n, delay in enumerate(delays, start=1):
         exact = min(0.05 * 2 ** (n - 1), 0.4)
         assert exact * 0.8 <= delay <= min(exact * 1.2, 0.4)
+
+
+def test_backoff_jitter_leaves_the_applications_random_state_alone() -> None:
+    """An application that seeds ``random`` for a reproducible run gets the same numbers with
+    groupkit's back-offs drawing beside it: every default jitter is a generator of groupkit's
+    own (Java's ExponentialBackoff draws from ThreadLocalRandom, not the application's)."""
+    random.seed(7)
+    before = random.getstate()
+    delays = {ConsumerConfig(bootstrap_servers="h:1").retry_backoff().delay(3)
+              for _ in range(50)}
+    assert len(delays) > 1  # jittered all the same
+    assert random.getstate() == before
+    for cls in (BrokerConnection, Membership, Kip848Membership, ShareGroupMachine, SlotBook):
+        assert attrs.fields_dict(cls)["jitter"].default is random_jitter, cls.__name__
 
 
 def test_every_state_is_reachable_from_unjoined() -> None:

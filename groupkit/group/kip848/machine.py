@@ -64,7 +64,7 @@ class ConsumerGroupMachine(AnsweringMember):
     """One member of one consumer-protocol group. Not thread-safe: one runtime thread drives it.
 
     Built as ``ConsumerGroupMachine(config, subscription, remote_assignor=None,
-    jitter=random.random, make_member_id=new_member_id)``: ``subscription`` is shared with the
+    jitter=random_jitter, make_member_id=new_member_id)``: ``subscription`` is shared with the
     application (which sets it); ``remote_assignor`` is the server-side assignor to ask for
     (None: the broker's default); ``jitter`` and ``make_member_id`` are the random sources.
     """

@@ -11,14 +11,13 @@ reconcile, be fenced, lose the coordinator, leave, fail, send. Every state chang
 from __future__ import annotations
 
 import base64
-import random
 import uuid
 from collections.abc import Callable
 
 import attrs
 
 from groupkit.errors import GroupkitError, IllegalStateError, UnsupportedVersionError
-from groupkit.group.backoff import Backoff
+from groupkit.group.backoff import Backoff, random_jitter
 from groupkit.group.config import GroupConfig
 from groupkit.group.kip848.error_actions import unsupported_error
 from groupkit.group.kip848.heartbeat import (
@@ -82,7 +81,7 @@ class Membership:
     config: GroupConfig
     subscription: SubscriptionHolder
     remote_assignor: str | None = None
-    jitter: Callable[[], float] = random.random
+    jitter: Callable[[], float] = random_jitter
     make_member_id: Callable[[], str] = new_member_id
 
     _state: MemberState = attrs.field(init=False, default=S.UNSUBSCRIBED)

@@ -18,7 +18,6 @@ group runner drives it like the classic one.
 from __future__ import annotations
 
 import base64
-import random
 import uuid
 from collections.abc import Callable
 from typing import TypeVar
@@ -35,7 +34,7 @@ from groupkit.errors import (
     error_for_code,
 )
 from groupkit.group import requests
-from groupkit.group.backoff import Backoff
+from groupkit.group.backoff import Backoff, random_jitter
 from groupkit.group.config import GroupConfig
 from groupkit.group.error_actions import Action as ClassicAction, Api, action_for
 from groupkit.group.outputs import (
@@ -110,7 +109,7 @@ class ShareGroupMachine:
 
     config: GroupConfig
     subscription: ShareSubscription
-    jitter: Callable[[], float] = random.random
+    jitter: Callable[[], float] = random_jitter
     make_member_id: Callable[[], str] = new_member_id
 
     _state: ShareMemberState = attrs.field(init=False, default=S.UNSUBSCRIBED)
