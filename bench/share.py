@@ -14,14 +14,19 @@ had. Rows:
 - ``share accept CPU``: CPU seconds of the member processes (every thread) over that window;
   lower is better.
 
-The mock gives each partition to one member, so the members split the topic's partitions.
+The mock gives each partition to one member, so the members split the topic's partitions. The
+rows come for two topics, of 8 and of 64 partitions (``--partitions``): for every partition of
+a member's session, the mock answers each ShareFetch by walking every unconsumed offset of the
+partition against its list of records in flight, so its work per record handed out grows with
+the records waiting in each partition (25,000 at the start with 8 partitions, 3,125 with 64;
+docs/test-brokers.md). Both rows are the mock's pace as much as the clients'.
 The mock's pace and the machine's speed drift from run to run by a tenth or more, so each
 client runs ``--rounds`` times, each run on a mock cluster of its own, the clients taking turns
 (the first of them alternating), and the rows give each client's median; every run's figures
 go to stderr.
 
     .venv/bin/python -m bench.share [--records 200000] [--members 2] [--rounds 3]
-        [--clients groupkit,confluent-kafka]
+        [--partitions 8,64] [--clients groupkit,confluent-kafka]
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ from bench.proc import run_seconds  # noqa: E402
 from bench.table import Row, print_rows  # noqa: E402
 
 CLIENTS = ("groupkit", "confluent-kafka")
-PARTITIONS = 8
+#: The topics' partition counts, a pair of rows each.
+PARTITION_COUNTS = (8, 64)
 VALUE = b"x" * 100
 WAIT_S = 180.0
 HEARTBEAT_MS = 500
@@ -133,23 +139,24 @@ class _Member:
         self.proc.stdin.flush()
 
 
-def _produce(producer: Any, topic: str, records: int) -> None:
-    """``records`` records round-robin over the partitions, in batches of ``BATCH`` records
-    each (the producer holds a batch until it is full or flushed), so every run reads the
+def _produce(producer: Any, topic: str, records: int, partitions: int) -> None:
+    """``records`` records round-robin over ``partitions`` partitions, in batches of ``BATCH``
+    records each (the producer holds a batch until it is full or flushed), so every run reads the
     same record sets whatever the machine's pace."""
     sent = 0
     while sent < records:
-        chunk = min(records - sent, BATCH * PARTITIONS)
+        chunk = min(records - sent, BATCH * partitions)
         for i in range(sent, sent + chunk):
-            producer.produce(topic, value=VALUE, partition=(i // BATCH) % PARTITIONS)
+            producer.produce(topic, value=VALUE, partition=(i // BATCH) % partitions)
         if producer.flush(120):
             raise RuntimeError("the mock cluster did not take every record")
         sent += chunk
 
 
-def _run(mock: Any, client: str, records: int, members: int) -> tuple[float, float]:
+def _run(mock: Any, client: str, records: int, members: int,
+         partitions: int) -> tuple[float, float]:
     group = topic = f"bench-share-{client}"
-    mock.create_topic(topic, PARTITIONS)
+    mock.create_topic(topic, partitions)
     running = [_Member(client, mock.bootstrap_servers, group, topic) for _ in range(members)]
     try:
         deadline = time.monotonic() + WAIT_S
@@ -164,7 +171,7 @@ def _run(mock: Any, client: str, records: int, members: int) -> tuple[float, flo
         for m in running:
             if not m.ready.wait(WAIT_S):
                 raise RuntimeError(f"a {client} member did not pause")
-        _produce(mock.warm_producer(), topic, records)
+        _produce(mock.warm_producer(), topic, records, partitions)
         cpu = {m.proc.pid: run_seconds(m.proc.pid) for m in running}
         started = time.monotonic()
         for m in running:
@@ -192,9 +199,18 @@ def _run(mock: Any, client: str, records: int, members: int) -> tuple[float, flo
 
 
 def measure(records: int = 200_000, members: int = 2,
-            clients: tuple[str, ...] = CLIENTS, rounds: int = 3) -> list[Row]:
-    """The share rows: each client's median accepted records per second and CPU seconds over
-    ``rounds`` turns."""
+            clients: tuple[str, ...] = CLIENTS, rounds: int = 3,
+            partition_counts: tuple[int, ...] = PARTITION_COUNTS) -> list[Row]:
+    """The share rows, for each partition count: each client's median accepted records per
+    second and CPU seconds over ``rounds`` turns."""
+    rows: list[Row] = []
+    for partitions in partition_counts:
+        rows += _measure(records, members, clients, rounds, partitions)
+    return rows
+
+
+def _measure(records: int, members: int, clients: tuple[str, ...], rounds: int,
+             partitions: int) -> list[Row]:
     from tests.support.mock_cluster import MockCluster
 
     runs: dict[str, list[tuple[float, float]]] = {client: [] for client in clients}
@@ -205,18 +221,19 @@ def measure(records: int = 200_000, members: int = 2,
             # groups, which would favour whichever client runs first.
             with MockCluster(share_heartbeat_interval_ms=HEARTBEAT_MS) as mock:
                 mock.warm_producer(**PRODUCER)
-                rate, cpu = _run(mock, client, records, members)
+                rate, cpu = _run(mock, client, records, members, partitions)
             runs[client].append((rate, cpu))
-            sys.stderr.write(f"share round {turn + 1} {client}: {rate:,.0f} records/s,"
-                             f" {cpu:.2f} CPU s\n")
+            sys.stderr.write(f"share {partitions} partitions, round {turn + 1} {client}:"
+                             f" {rate:,.0f} records/s, {cpu:.2f} CPU s\n")
     results = {client: (statistics.median(r for r, _ in got),
                         statistics.median(c for _, c in got)) for client, got in runs.items()}
     peers = [c for c in clients if c != "groupkit"]
     ours = results.get("groupkit", (None, None))
+    shape = f"{members} members, {partitions} partitions"
     return [
-        Row(f"share accept ({members} members)", "records/s", ours[0],
+        Row(f"share accept ({shape})", "records/s", ours[0],
             {p: results[p][0] for p in peers}),
-        Row(f"share accept CPU ({members} members)", "CPU s", ours[1],
+        Row(f"share accept CPU ({shape})", "CPU s", ours[1],
             {p: results[p][1] for p in peers}, higher_is_better=False),
     ]
 
@@ -229,10 +246,11 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--members", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--partitions", default=",".join(map(str, PARTITION_COUNTS)))
     parser.add_argument("--clients", default=",".join(CLIENTS))
     args = parser.parse_args()
     print_rows(measure(args.records, args.members, tuple(args.clients.split(",")),
-                       args.rounds))
+                       args.rounds, tuple(int(n) for n in args.partitions.split(","))))
 
 
 if __name__ == "__main__":

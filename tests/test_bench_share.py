@@ -9,6 +9,8 @@ from typing import Any
 from bench import share
 from tests.support.mock_cluster import MockCluster
 
+PARTITIONS = share.PARTITION_COUNTS[0]
+
 
 class _Slow:
     """The producer of a slow machine: a 10 ms pause after every 100th record, twice
@@ -37,9 +39,9 @@ def test_the_share_bench_produces_record_sets_of_one_size() -> None:
         producer = mock.warm_producer(**share.PRODUCER, **{
             "statistics.interval.ms": 100,
             "stats_cb": lambda raw: emitted.append(json.loads(raw))})
-        mock.create_topic("bench-input", share.PARTITIONS)
-        records = 3 * share.BATCH * share.PARTITIONS
-        share._produce(_Slow(producer), "bench-input", records)
+        mock.create_topic("bench-input", PARTITIONS)
+        records = 3 * share.BATCH * PARTITIONS
+        share._produce(_Slow(producer), "bench-input", records, PARTITIONS)
 
         sizes: list[tuple[int, int, int]] = []  # (count, smallest, largest) per emission
         seen = 0
@@ -58,4 +60,4 @@ def test_the_share_bench_produces_record_sets_of_one_size() -> None:
     assert sum(n for n, _, _ in sizes) == records // share.BATCH
     assert {low for _, low, _ in sizes} == {share.BATCH}
     assert {high for _, _, high in sizes} == {share.BATCH}
-    assert partitions == {str(p): records // share.PARTITIONS for p in range(share.PARTITIONS)}
+    assert partitions == {str(p): records // PARTITIONS for p in range(PARTITIONS)}
