@@ -20,6 +20,7 @@ a member's session, the mock answers each ShareFetch by walking every unconsumed
 partition against its list of records in flight, so its work per record handed out grows with
 the records waiting in each partition (25,000 at the start with 8 partitions, 3,125 with 64;
 docs/test-brokers.md). Both rows are the mock's pace as much as the clients'.
+
 The mock's pace and the machine's speed drift from run to run by a tenth or more, so each
 client runs ``--rounds`` times, each run on a mock cluster of its own, the clients taking turns
 (the first of them alternating), and the rows give each client's median; every run's figures

@@ -64,8 +64,8 @@ def reply_body(sock: socket.socket, header: RequestHeader, body: bytes) -> None:
 
 def accept_forever(server: socket.socket,
                    serve: Callable[[socket.socket], None]) -> threading.Thread:
-    """Serve every connection ``server`` accepts on a thread of its own, until
-    ``stop_listening``; the accepting thread."""
+    """Serve every connection ``server`` accepts on a thread of its own, until ``shut``; the
+    accepting thread."""
     def accept() -> None:
         while True:
             try:
@@ -79,13 +79,14 @@ def accept_forever(server: socket.socket,
     return thread
 
 
-def stop_listening(server: socket.socket) -> None:
-    """Stop ``server`` accepting, at once. Closing it alone does not: the thread blocked in
-    ``accept`` keeps the socket listening until one more connection comes, which it then
-    serves, on a port the system may since have handed to another server of the test run."""
+def shut(sock: socket.socket) -> None:
+    """Shut ``sock`` down both ways, then close it: a thread blocked on it wakes at once. A
+    listening socket closed alone keeps the thread blocked in ``accept``, and with it the
+    socket listening, until one more connection comes, which it then serves, on a port the
+    system may since have handed to another server of the test run."""
     with contextlib.suppress(OSError):
-        server.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (EINVAL)
-    server.close()
+        sock.shutdown(socket.SHUT_RDWR)  # a blocked accept or recv returns (EINVAL, or b"")
+    sock.close()
 
 
 class FakeBroker:
@@ -138,7 +139,7 @@ class FakeBroker:
             for k, (lo, hi) in sorted(self.versions.items())]))
 
     def close(self) -> None:
-        stop_listening(self.server)
+        shut(self.server)
 
     def __enter__(self) -> FakeBroker:
         return self

@@ -201,6 +201,9 @@ class MockCluster:
         broker (the quirk above); so does a producer that goes away."""
         import confluent_kafka
 
+        if self._producer is not None and config:
+            raise ValueError("the warm producer is made already; give its settings to the"
+                             " first warm_producer() call")
         if self._producer is None:
             producer = confluent_kafka.Producer({"bootstrap.servers": self.bootstrap_servers,
                                                  "linger.ms": 5, **config})

@@ -45,6 +45,7 @@ from groupkit.protocol.messages.find_coordinator import FindCoordinatorResponse
 from groupkit.protocol.messages.metadata import MetadataResponse
 from groupkit.protocol.primitives import Reader
 from groupkit.protocol.schema import Response
+from tests.support.fake_broker import shut
 
 __all__ = ["Exchange", "Fault", "Fired", "RecordingProxy"]
 
@@ -139,12 +140,6 @@ def _reset(sock: socket.socket) -> None:
     sock.close()
 
 
-def _shut(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-    sock.close()
-
-
 @attrs.define
 class RecordingProxy:
     """Forward ``host:port`` (ephemeral) to ``upstream_host:upstream_port`` and record traffic.
@@ -201,10 +196,10 @@ class RecordingProxy:
             sockets = list(self._sockets)
             self._sockets.clear()
         if self._listener is not None:
-            _shut(self._listener)
+            shut(self._listener)
             self._listener = None
         for sock in sockets:
-            _shut(sock)
+            shut(sock)
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -282,12 +277,12 @@ class RecordingProxy:
                                                     timeout=self.connect_timeout)
             except OSError as exc:
                 self._error(f"connection {connection}: cannot reach the broker: {exc}")
-                _shut(client)
+                shut(client)
                 continue
             upstream.settimeout(None)
             if not (self._track(client) and self._track(upstream)):
-                _shut(client)
-                _shut(upstream)
+                shut(client)
+                shut(upstream)
                 return
             pending: dict[int, _Pending] = {}
             self._spawn(self._pump_requests, f"proxy-{connection}-requests",
@@ -322,8 +317,8 @@ class RecordingProxy:
         except (OSError, GroupkitError) as exc:
             self._note_failure(connection, "client side", exc)
         finally:
-            _shut(client)
-            _shut(upstream)
+            shut(client)
+            shut(upstream)
 
     def _pump_responses(self, connection: int, upstream: socket.socket, client: socket.socket,
                         pending: dict[int, _Pending]) -> None:
@@ -340,8 +335,8 @@ class RecordingProxy:
         except (OSError, GroupkitError) as exc:
             self._note_failure(connection, "broker side", exc)
         finally:
-            _shut(upstream)
-            _shut(client)
+            shut(upstream)
+            shut(client)
 
     def _record_request(self, connection: int, frame: bytes,
                         pending: dict[int, _Pending]) -> _Pending | None:

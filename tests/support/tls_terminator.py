@@ -8,7 +8,7 @@ import select
 import socket
 import ssl
 
-from tests.support.fake_broker import accept_forever, stop_listening
+from tests.support.fake_broker import accept_forever, shut
 
 
 class TlsTerminator:
@@ -58,4 +58,4 @@ class TlsTerminator:
                 select.select([], [tls], [], 1.0)
 
     def close(self) -> None:
-        stop_listening(self.server)
+        shut(self.server)
