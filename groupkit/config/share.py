@@ -24,10 +24,12 @@ class ShareConsumerConfig(ClientConfig):
     """Settings of a ShareConsumer (KIP-932), with the Java share consumer's names and defaults.
 
     ``share_acknowledgement_mode``: "implicit" accepts a poll's records at the next poll or
-    commit; "explicit" wants ``acknowledge`` for every record. ``share_acquire_mode`` (Kafka
-    4.2+, ShareFetch v2): "batch_optimized" lets the broker round ``max_poll_records`` up to
-    whole batches, "record_limit" does not. The share group's session timeout, heartbeat
-    interval, acquisition lock and delivery limit are the broker's (group configs).
+    commit; "explicit" wants ``acknowledge`` for every record. ``share_acquire_mode``:
+    "batch_optimized" fetches from every leader at once and lets the broker round
+    ``max_poll_records`` up to whole batches; "record_limit" fetches from one leader at a time
+    and, on Kafka 4.2+ (ShareFetch v2), has the broker stop at ``max_poll_records``, so the
+    member holds no more locks than one poll's records. The share group's session timeout,
+    heartbeat interval, acquisition lock and delivery limit are the broker's (group configs).
     """
 
     group_id: str = attrs.field(default=None, validator=_required_text)

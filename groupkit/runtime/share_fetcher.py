@@ -5,14 +5,16 @@ After the Java client's ShareConsumeRequestManager. It keeps one share session p
 when the application wants records and has none buffered (carrying the acknowledgements of
 earlier records as it goes, Java's piggy-backing), a ShareAcknowledge when a commit wants
 acknowledgements sent now, and on close a final ShareAcknowledge (epoch -1) that closes the
-session. An answer is handled on the connection's reader thread as it arrives, as Java's
-network thread handles its responses: records are decoded (``share_records``) and recorded in
-the ledger (acquired offsets, delivery counts, lock deadlines), acknowledgement results are
-queued for the application's callback and for the commits waiting on them, and the fetcher
-thread is woken only when the answer leaves it something to send. A failed request goes to the
-fetcher thread. The fetcher thread's rounds and the answers take turns under one lock
-(``_round``). The application's side only touches the buffer, the ledger and the queues, under
-another (``_lock``); it never sends, so nothing it calls blocks on a broker.
+session. In the record_limit mode the ShareFetch goes to one leader at a time, the others
+getting their acknowledgements on a ShareAcknowledge. An answer is handled on the connection's
+reader thread as it arrives, as Java's network thread handles its responses: records are
+decoded (``share_records``) and recorded in the ledger (acquired offsets, delivery counts, lock
+deadlines), acknowledgement results are queued for the application's callback and for the
+commits waiting on them, and the fetcher thread is woken only when the answer leaves it
+something to send. A failed request goes to the fetcher thread. The fetcher thread's rounds and
+the answers take turns under one lock (``_round``). The application's side only touches the
+buffer, the ledger and the queues, under another (``_lock``); it never sends, so nothing it
+calls blocks on a broker.
 
 The module is over 600 lines because the three sides (the fetcher thread, the answers, the
 application) share one set of state (sessions, requests in flight, buffer, ledger, commit
@@ -51,6 +53,8 @@ from groupkit.hooks import (
     emit,
 )
 from groupkit.protocol.messages.share_fetch import (
+    ACQUIRE_RECORD_LIMIT,
+    ShareFetchRequest,
     ShareFetchResponse,
 )
 from groupkit.protocol.schema import Request
@@ -177,6 +181,12 @@ class ShareFetcher:
     _polls: int = attrs.field(init=False, default=0)
     _served: int = attrs.field(init=False, default=0)
     _waiting: dict[int, list[CommitTicket]] = attrs.field(init=False, factory=dict)
+    #: record_limit mode: where in the sorted assignment the next leader to fetch from is
+    #: looked for (``_limited_fetch_node``).
+    _pick: int = attrs.field(init=False, default=0)
+    #: The leaders already named in the log for speaking ShareFetch below v2, where the
+    #: record_limit mode cannot be asked for.
+    _soft_limit_logged: set[int] = attrs.field(init=False, factory=set)
     #: The assignment and metadata ``_by_leader`` last read, and its answer.
     _routes: tuple[frozenset[SharePartition], Any, dict[int, list[SharePartition]]] | None = \
         attrs.field(init=False, default=None)
@@ -400,11 +410,14 @@ class ShareFetcher:
             if self._closing:
                 nodes |= {n for n, s in self._sessions.items() if not s.is_new}
             nodes.discard(-1)
+            only = (self._limited_fetch_node(now)
+                    if self.settings.acquire_mode == ACQUIRE_RECORD_LIMIT else None)
             for node in sorted(nodes):
                 if node in self._in_flight or self._retry_at.get(node, 0.0) > now:
                     continue
-                plan = self._plan(node, by_node.get(node, []), acks_by_node.get(node, []), now,
-                                  failed)
+                # In record_limit mode every other leader gets its acknowledgements alone.
+                fetchable = by_node.get(node, []) if only is None or node == only else []
+                plan = self._plan(node, fetchable, acks_by_node.get(node, []), now, failed)
                 if plan is not None:
                     plans.append(plan)
                     self._in_flight[node] = plan[0]
@@ -415,6 +428,27 @@ class ShareFetcher:
             self._acks_answered(node, acks, error, tickets, now)
         for flight, request in plans:
             self._send(flight, request)
+
+    def _limited_fetch_node(self, now: float) -> int:
+        """record_limit mode: the one leader a ShareFetch may go to now (-1: none), so that the
+        member acquires at most ``max_records`` records at a time. As Java's
+        ShareConsumeRequestManager in that mode (one node gets the fetch, the partition that
+        chose it moves to the end) and librdkafka's share consumer (one selected broker): the
+        leaders are taken in turn by partition, skipping one with a request in flight or in
+        back-off; none while a ShareFetch is in flight or the application has records (under
+        the lock)."""
+        if self._polls <= self._served or any(
+                flight.kind is _Kind.FETCH for flight in self._in_flight.values()):
+            return -1
+        order = sorted(self._assigned)
+        for step in range(len(order)):
+            index = (self._pick + step) % len(order)
+            node = self._leader(order[index])
+            if node == -1 or node in self._in_flight or self._retry_at.get(node, 0.0) > now:
+                continue
+            self._pick = index + 1
+            return node
+        return -1
 
     def _by_leader(self) -> dict[int, list[SharePartition]]:
         """The assigned partitions by leader (-1: none known), worked out again only when the
@@ -505,6 +539,17 @@ class ShareFetcher:
             version = conn.versions.get(request.API_KEY)
             if version is None or version < 1:
                 raise self._unsupported(conn.address, node, request, version)
+            if (version < 2 and isinstance(request, ShareFetchRequest)
+                    and request.share_acquire_mode == ACQUIRE_RECORD_LIMIT
+                    and node not in self._soft_limit_logged):
+                self._soft_limit_logged.add(node)
+                log.warning(
+                    "share consumer of group %s: share_acquire_mode='record_limit' needs"
+                    " ShareFetch v2 (Apache Kafka 4.2+), and the broker %s (node %d) speaks"
+                    " v%d: it takes max_poll_records (%d) as a soft limit and may hand out"
+                    " whole record batches past it. groupkit still fetches from one leader at"
+                    " a time; upgrade the broker for the strict limit", self.group_id,
+                    conn.address, node, version, request.max_records)
             future = conn.send(request, version)
         except GroupkitError as exc:
             future = Future()

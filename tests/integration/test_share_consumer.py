@@ -11,6 +11,7 @@ member's share sessions on that broker (a mock quirk, see tests/support/mock_clu
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -380,3 +381,24 @@ def test_a_member_that_polls_fast_then_stops_counts_every_record(mock: MockClust
     assert value(samples, "groupkit_share_records_acquired_total", **labels) == sent
     assert value(samples, "groupkit_share_records_acknowledged_total", type="ACCEPT",
                  result="ok", **labels) == sent
+
+
+def test_a_record_limit_member_gets_every_record_once_and_is_told_the_limit_is_soft_here(
+        mock: MockCluster, caplog: pytest.LogCaptureFixture) -> None:
+    # The mock speaks ShareFetch v1, which cannot ask for record_limit: the member fetches from
+    # one leader at a time all the same, and says so once for each leader it fetches from.
+    topic, group = _topic(mock)
+    member = _groupkit(mock, group, "gk-limit", share_acquire_mode="record_limit",
+                       max_poll_records=50)
+    with caplog.at_level(logging.WARNING, logger="groupkit.runtime.share_fetcher"):
+        _joined([member], topic)
+        sent = mock.produce(topic, (b"v%d" % i for i in range(300)))
+        _drain([member], sent)
+        _close([member])
+    got = [(p, o) for p, o, _, _ in member.got]
+    assert len(got) == len(set(got)) == sent
+    assert sum(len(offs) for offsets, error in member.results if error is None
+               for offs in offsets.values()) == sent
+    said = [r.getMessage() for r in caplog.records if "record_limit" in r.getMessage()]
+    assert said and len(set(said)) == len(said), said
+    assert all("speaks v1" in line and "max_poll_records (50)" in line for line in said)

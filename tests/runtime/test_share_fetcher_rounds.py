@@ -11,15 +11,19 @@ import uuid
 from concurrent.futures import Future
 from typing import Any
 
+import attrs
+
 from groupkit.config import ClientConfig
 from groupkit.errors import IllegalStateError, KafkaConnectionError
 from groupkit.protocol.messages.share_fetch import (
+    ACQUIRE_RECORD_LIMIT,
     AcquiredRecords,
     ShareFetchResponse,
     ShareFetchResponsePartition,
     ShareFetchResponseTopic,
 )
 from groupkit.protocol.records import encode_batch
+from groupkit.protocol.schema import Request
 from groupkit.runtime.cluster import Cluster
 from groupkit.runtime.metadata import ClusterMetadata, PartitionInfo, TopicInfo
 from groupkit.runtime.share_fetcher import ShareFetcher, _InFlight, _Kind
@@ -69,10 +73,10 @@ def test_a_partition_without_a_leader_asks_for_a_refresh_every_round() -> None:
 # --- wakeups -----------------------------------------------------------------------------------
 
 
-def _answer(first: int, count: int) -> ShareFetchResponse:
+def _answer(first: int, count: int, partition: int = 0) -> ShareFetchResponse:
     data = encode_batch([(None, b"v%d" % (first + i)) for i in range(count)], base_offset=first)
     part = ShareFetchResponsePartition(
-        partition_index=0, error_code=0, acknowledge_error_code=0, records=data,
+        partition_index=partition, error_code=0, acknowledge_error_code=0, records=data,
         acquired_records=[AcquiredRecords(first_offset=first, last_offset=first + count - 1,
                                           delivery_count=1)])
     return ShareFetchResponse(
@@ -104,8 +108,8 @@ def test_an_answer_with_records_and_acknowledgement_results_wakes_the_applicatio
     assert [r.offset for r in fetcher.take(10, {})] == [5, 6, 7, 8, 9]
 
 
-def _empty_answer() -> ShareFetchResponse:
-    part = ShareFetchResponsePartition(partition_index=0, error_code=0, acknowledge_error_code=0,
+def _empty_answer(partition: int = 0) -> ShareFetchResponse:
+    part = ShareFetchResponsePartition(partition_index=partition, error_code=0, acknowledge_error_code=0,
                                        records=None, acquired_records=[])
     return ShareFetchResponse(
         throttle_time_ms=0, error_code=0, acquisition_lock_timeout_ms=30_000,
@@ -214,3 +218,62 @@ def test_an_answer_that_breaks_its_handling_stops_the_fetcher_with_the_error() -
     fetcher._answered(flight, _done(_answer(0, 5)))  # no session with node 1: a fetcher bug
     assert isinstance(fetcher.error, IllegalStateError) and "KeyError" in str(fetcher.error)
     assert rings == [1]
+
+
+# --- which leaders a round fetches from ----------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class _Kept(ShareFetcher):
+    """A fetcher that keeps the requests it would send."""
+
+    sent: list[tuple[_InFlight, Request]] = attrs.field(init=False, factory=list)
+
+    def _send(self, flight: _InFlight, request: Request) -> None:
+        self.sent.append((flight, request))
+
+
+def _three_leaders(mode: int) -> _Kept:
+    cluster, _ = _fetcher()
+    cluster.metadata = _metadata(1, 2, 3)
+    fetcher = _Kept(cluster, "g", "m", FetchSettings(acquire_mode=mode))
+    fetcher.assign(frozenset({P0, P1, P2}))
+    assert fetcher.take(10, {}) == []  # the application comes up empty
+    return fetcher
+
+
+def _round(fetcher: _Kept, now: float) -> list[tuple[_Kind, int]]:
+    """What one round of the fetcher thread sends: (kind, node) of each request."""
+    fetcher.sent.clear()
+    fetcher._send_due(now)
+    return [(flight.kind, flight.node) for flight, _ in fetcher.sent]
+
+
+def test_by_default_every_leader_is_fetched_from_at_once() -> None:
+    # Java's default (batch_optimized): a ShareFetch to every node without a request pending.
+    fetcher = _three_leaders(FetchSettings().acquire_mode)
+    assert _round(fetcher, 0.0) == [(_Kind.FETCH, 1), (_Kind.FETCH, 2), (_Kind.FETCH, 3)]
+
+
+def test_in_record_limit_mode_one_leader_is_fetched_from_at_a_time_in_turn() -> None:
+    # Java's record_limit mode and librdkafka's share consumer: one node gets the ShareFetch,
+    # the next partition's leader the next time; the others get their acknowledgements alone.
+    fetcher = _three_leaders(ACQUIRE_RECORD_LIMIT)
+    assert _round(fetcher, 0.0) == [(_Kind.FETCH, 1)]
+    assert _round(fetcher, 0.1) == []  # not while that ShareFetch is out
+    first = fetcher._in_flight[1]
+    fetcher._respond(first, _answer(0, 5), 0.2)
+    assert _round(fetcher, 0.2) == []  # records came: nothing until the application has them
+    delivered: dict[SharePartition, list[range]] = {}
+    assert len(fetcher.take(10, delivered)) == 5
+    fetcher.acknowledge_all(delivered, AcknowledgeType.ACCEPT)
+    assert fetcher.take(10, {}) == []
+    assert _round(fetcher, 0.3) == [(_Kind.ACK, 1), (_Kind.FETCH, 2)]
+    ack = fetcher._in_flight[1]
+    assert ack.acks == {P0: dict.fromkeys(range(5), int(AcknowledgeType.ACCEPT))}
+    fetcher._respond(fetcher._in_flight[2], _empty_answer(1), 0.4)
+    # An empty answer: the next leader in turn, while the application still wants records.
+    assert _round(fetcher, 0.4) == [(_Kind.FETCH, 3)]
+    fetcher._respond(fetcher._in_flight[3], _empty_answer(2), 0.5)
+    # Node 1's turn again, but its acknowledgements are still out: node 2 goes before it.
+    assert _round(fetcher, 0.5) == [(_Kind.FETCH, 2)]
