@@ -21,13 +21,20 @@ partition against its list of records in flight, so its work per record handed o
 the records waiting in each partition (25,000 at the start with 8 partitions, 3,125 with 64;
 docs/test-brokers.md). Both rows are the mock's pace as much as the clients'.
 
+groupkit runs twice: at its defaults (Java's ``batch_optimized`` mode, a ShareFetch to every
+leader at once) and in the ``record_limit`` mode (a ShareFetch to one leader at a time, as
+confluent-kafka's share consumer always fetches; rows marked ``record_limit``). On the mock
+that pattern sets its pace for the whole run: a partition's first acquisition made before any
+acknowledgement lays the partition's list of records in flight out sparsely, and the mock walks
+such a list about half as slow again (docs/test-brokers.md).
+
 The mock's pace and the machine's speed drift from run to run by a tenth or more, so each
 client runs ``--rounds`` times, each run on a mock cluster of its own, the clients taking turns
 (the first of them alternating), and the rows give each client's median; every run's figures
 go to stderr.
 
     .venv/bin/python -m bench.share [--records 200000] [--members 2] [--rounds 3]
-        [--partitions 8,64] [--clients groupkit,confluent-kafka]
+        [--partitions 8,64] [--clients groupkit,groupkit-record-limit,confluent-kafka]
 """
 
 from __future__ import annotations
@@ -49,7 +56,10 @@ if str(ROOT) not in sys.path:
 from bench.proc import run_seconds  # noqa: E402
 from bench.table import Row, print_rows  # noqa: E402
 
-CLIENTS = ("groupkit", "confluent-kafka")
+#: groupkit's members in the record_limit mode: a ShareFetch to one leader at a time, as
+#: confluent-kafka's share consumer always fetches (one selected broker).
+LIMITED = "groupkit-record-limit"
+CLIENTS = ("groupkit", LIMITED, "confluent-kafka")
 #: The topics' partition counts, a pair of rows each.
 PARTITION_COUNTS = (8, 64)
 VALUE = b"x" * 100
@@ -70,10 +80,12 @@ def _emit(**event: object) -> None:
 def member(client: str, bootstrap: str, group: str, topic: str) -> None:
     """One share member: join and poll until "pause", then wait for "go", consume and report
     counts until "stop"."""
-    if client == "groupkit":
+    if client in ("groupkit", LIMITED):
         from groupkit import ShareConsumer
 
-        consumer: Any = ShareConsumer(bootstrap_servers=bootstrap, group_id=group)
+        mode = "record_limit" if client == LIMITED else "batch_optimized"
+        consumer: Any = ShareConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                      share_acquire_mode=mode)
 
         def poll() -> int:
             return len(consumer.poll(0.2))
@@ -228,15 +240,19 @@ def _measure(records: int, members: int, clients: tuple[str, ...], rounds: int,
                              f" {rate:,.0f} records/s, {cpu:.2f} CPU s\n")
     results = {client: (statistics.median(r for r, _ in got),
                         statistics.median(c for _, c in got)) for client, got in runs.items()}
-    peers = [c for c in clients if c != "groupkit"]
-    ours = results.get("groupkit", (None, None))
+    peers = [c for c in clients if not c.startswith("groupkit")]
     shape = f"{members} members, {partitions} partitions"
-    return [
-        Row(f"share accept ({shape})", "records/s", ours[0],
-            {p: results[p][0] for p in peers}),
-        Row(f"share accept CPU ({shape})", "CPU s", ours[1],
-            {p: results[p][1] for p in peers}, higher_is_better=False),
-    ]
+    rows: list[Row] = []
+    for ours, mode in (("groupkit", ""), (LIMITED, ", record_limit")):
+        if ours in results:
+            rate, cpu = results[ours]
+            rows += [
+                Row(f"share accept{mode} ({shape})", "records/s", rate,
+                    {p: results[p][0] for p in peers}),
+                Row(f"share accept CPU{mode} ({shape})", "CPU s", cpu,
+                    {p: results[p][1] for p in peers}, higher_is_better=False),
+            ]
+    return rows
 
 
 def main() -> None:
