@@ -45,6 +45,15 @@ def _fetcher() -> tuple[Cluster, ShareFetcher]:
     return cluster, ShareFetcher(cluster, "g", "m", FetchSettings())
 
 
+def _woken() -> tuple[ShareFetcher, list[int]]:
+    """A fetcher of partition 0, led by node 1, and the list each of its wakeups of the
+    application adds to."""
+    cluster, _ = _fetcher()
+    cluster.metadata = _metadata(1)
+    rings: list[int] = []
+    return ShareFetcher(cluster, "g", "m", FetchSettings(), ready=lambda: rings.append(1)), rings
+
+
 def _routes(fetcher: ShareFetcher) -> dict[int, set[SharePartition]]:
     return {node: set(ps) for node, ps in fetcher._by_leader().items()}
 
@@ -93,10 +102,7 @@ def _fetch_answered(fetcher: ShareFetcher, first: int, count: int) -> None:
 
 
 def test_an_answer_with_records_and_acknowledgement_results_wakes_the_application_once() -> None:
-    cluster, _ = _fetcher()
-    cluster.metadata = _metadata(1)
-    rings: list[int] = []
-    fetcher = ShareFetcher(cluster, "g", "m", FetchSettings(), ready=lambda: rings.append(1))
+    fetcher, rings = _woken()
     fetcher._sessions[1] = ShareSession("g", "m", 1)
     _fetch_answered(fetcher, 0, 5)
     delivered: dict[SharePartition, list[range]] = {}
@@ -109,8 +115,9 @@ def test_an_answer_with_records_and_acknowledgement_results_wakes_the_applicatio
 
 
 def _empty_answer(partition: int = 0) -> ShareFetchResponse:
-    part = ShareFetchResponsePartition(partition_index=partition, error_code=0, acknowledge_error_code=0,
-                                       records=None, acquired_records=[])
+    part = ShareFetchResponsePartition(partition_index=partition, error_code=0,
+                                       acknowledge_error_code=0, records=None,
+                                       acquired_records=[])
     return ShareFetchResponse(
         throttle_time_ms=0, error_code=0, acquisition_lock_timeout_ms=30_000,
         responses=[ShareFetchResponseTopic(topic_id=TOPIC_ID, partitions=[part])],
@@ -131,10 +138,7 @@ def test_while_the_application_wants_records_an_empty_answer_is_fetched_again_un
     # Java's ShareConsumeRequestManager: a poll that collected nothing turns fetchMoreRecords
     # on; the background thread fetches from every node with nothing pending until an answer
     # acquires records, with no further word from the application.
-    cluster, _ = _fetcher()
-    cluster.metadata = _metadata(1)
-    rings: list[int] = []
-    fetcher = ShareFetcher(cluster, "g", "m", FetchSettings(), ready=lambda: rings.append(1))
+    fetcher, rings = _woken()
     fetcher.assign(frozenset({P0}))
     assert _fetch_planned(fetcher, 0.0) is None  # nobody has asked for records yet
     assert fetcher.take(10, {}) == []  # the application comes up empty and waits
@@ -175,10 +179,7 @@ def _rung(fetcher: ShareFetcher) -> bool:
 def test_an_answer_is_handled_where_it_arrives_and_wakes_the_fetcher_thread_only_for_work() -> None:
     # Java's network thread handles each response itself; here the connection's reader thread
     # does, and the fetcher thread hears of it only when the answer leaves it something to send.
-    cluster, _ = _fetcher()
-    cluster.metadata = _metadata(1)
-    rings: list[int] = []
-    fetcher = ShareFetcher(cluster, "g", "m", FetchSettings(), ready=lambda: rings.append(1))
+    fetcher, rings = _woken()
     fetcher.assign(frozenset({P0}))
     assert fetcher.take(10, {}) == []  # the application comes up empty
     assert _rung(fetcher)
@@ -211,9 +212,7 @@ def test_a_failed_request_goes_to_the_fetcher_thread() -> None:
 
 def test_an_answer_that_breaks_its_handling_stops_the_fetcher_with_the_error() -> None:
     # As a fault on the fetcher thread does: the consumer raises it instead of waiting forever.
-    cluster, _ = _fetcher()
-    rings: list[int] = []
-    fetcher = ShareFetcher(cluster, "g", "m", FetchSettings(), ready=lambda: rings.append(1))
+    fetcher, rings = _woken()
     flight = _InFlight(_Kind.FETCH, 1, 0, {}, {(TOPIC_ID, 0): P0}, 0.0, [])
     fetcher._answered(flight, _done(_answer(0, 5)))  # no session with node 1: a fetcher bug
     assert isinstance(fetcher.error, IllegalStateError) and "KeyError" in str(fetcher.error)
