@@ -91,6 +91,10 @@ class ShareConsumer:
         #: explicit: must all be acknowledged before the next poll).
         self._delivered: dict[SharePartition, list[range]] = {}
         self._by_tp: dict[tuple[str, int], SharePartition] = {}
+        #: Records acknowledged RENEW whose renewal the broker has not answered yet, and those
+        #: it renewed, which the next poll hands back (Java's renewing and renewed records).
+        self._renewing: dict[tuple[SharePartition, int], ShareConsumerRecord] = {}
+        self._renewed: list[tuple[SharePartition, ShareConsumerRecord]] = []
         self._reported: list[GroupkitError] = []
         self._fatal: GroupkitError | None = None
         self._woken = False
@@ -170,7 +174,9 @@ class ShareConsumer:
         ``timeout`` seconds for some. Each carries ``delivery_count``.
 
         Implicit mode accepts the records of the previous poll first; explicit mode raises
-        IllegalStateError if any of them is still unacknowledged.
+        IllegalStateError if any of them is still unacknowledged. While records acknowledged
+        RENEW wait for the broker's answer, a poll hands out nothing new; once renewed, they
+        are what the poll returns (the same records, to be acknowledged again).
         """
         with self._entered("poll"):
             fetcher, runner = self._member()
@@ -179,10 +185,15 @@ class ShareConsumer:
             self._settle_last_poll()
             keepalive = self.config.max_poll_interval_ms / 2000
             noted = time.monotonic()
+            if self._renewing:
+                fetcher.wake()  # the renewals go now
             while True:
                 self._look(fetcher, runner)
+                if self._renewed:
+                    return self._hand_back()
                 delivered: dict[SharePartition, list[range]] = {}
-                records = fetcher.take(self.config.max_poll_records, delivered)
+                records = [] if self._renewing else \
+                    fetcher.take(self.config.max_poll_records, delivered)
                 if records:
                     self._delivered = delivered
                     for partition in delivered:
@@ -206,23 +217,37 @@ class ShareConsumer:
     def acknowledge(self, record: ShareConsumerRecord,
                     type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:  # noqa: A002
         """Acknowledge one delivered record (explicit mode); it is sent with the next poll,
-        ``commit_sync`` or ``commit_async``. Java's name for the argument is ``type``."""
+        ``commit_sync`` or ``commit_async``. Java's name for the argument is ``type``.
+
+        RENEW (Kafka 4.2+, KIP-1222) asks the broker to extend the record's acquisition lock:
+        once renewed, a poll hands the record back, to be acknowledged again; until then it
+        cannot be acknowledged. If the broker refuses, the callback and ``commit_sync`` say
+        so and the record is not handed back. A leader older than Kafka 4.2 makes this raise
+        FeatureUnsupportedError."""
         with self._entered("acknowledge"):
             if not self.config.explicit:
                 raise IllegalStateError(
                     "acknowledge() needs share_acknowledgement_mode='explicit'; in implicit mode"
                     " every record of a poll is accepted by the next poll or commit")
             kind = AcknowledgeType(type)
-            if kind is AcknowledgeType.RENEW:
-                raise IllegalStateError("AcknowledgeType.RENEW (Kafka 4.2, KIP-1222) is not"
-                                        " supported by groupkit yet; acknowledge in time instead")
             fetcher, _ = self._member()
             partition = self._by_tp.get((record.topic, record.partition))
             if partition is None:
                 raise IllegalStateError(
                     f"record {record.topic}-{record.partition}@{record.offset} was not"
                     " delivered to this share consumer")
+            key = (partition, record.offset)
+            if any(p == partition and r.offset == record.offset for p, r in self._renewed):
+                raise IllegalStateError(
+                    f"record {record.topic}-{record.partition}@{record.offset} was renewed and"
+                    " is not handed back yet: acknowledge it once a poll returns it again")
+            if kind is AcknowledgeType.RENEW:
+                fetcher.check_renewal(partition)
+                fetcher.acknowledge(partition, record.offset, kind, record.delivery_count)
+                self._renewing[key] = record
+                return
             fetcher.acknowledge(partition, record.offset, kind)
+            self._renewing.pop(key, None)  # a RENEW taken back before it was sent
 
     def commit_sync(self, timeout: float | None = None
                     ) -> dict[TopicPartition, GroupkitError | None]:
@@ -378,7 +403,9 @@ class ShareConsumer:
             self._fetcher.acknowledge_all(self._delivered, AcknowledgeType.ACCEPT)
             self._delivered = {}
         elif not commit:
-            left = self._fetcher.unacknowledged(self._delivered)
+            # Records renewed (or being renewed) since are acknowledged until handed back.
+            left = self._fetcher.unacknowledged(
+                self._delivered, {*self._renewing, *((p, r.offset) for p, r in self._renewed)})
             if left:
                 raise IllegalStateError(
                     f"{left} record(s) of the last poll are not acknowledged: in explicit mode"
@@ -386,10 +413,33 @@ class ShareConsumer:
                     " again")
             self._delivered = {}
 
+    def _hand_back(self) -> list[ShareConsumerRecord]:
+        """The renewed records, as a poll's records (Java hands them back alone)."""
+        renewed, self._renewed = self._renewed, []
+        delivered: dict[SharePartition, list[range]] = {}
+        for partition, record in renewed:
+            delivered.setdefault(partition, []).append(range(record.offset, record.offset + 1))
+        self._delivered = delivered
+        records = [record for _, record in renewed]
+        if self.hooks:
+            self._polled(records)
+        return records
+
+    def _renewal_answered(self, result: AckResult) -> None:
+        """The broker's answer to RENEWs of one partition: renewed records go back to the
+        application; refused ones are gone (the callback has the error)."""
+        for offset, kind in result.acks.items():
+            if kind == AcknowledgeType.RENEW:
+                record = self._renewing.pop((result.partition, offset), None)
+                if record is not None and result.error is None:
+                    self._renewed.append((result.partition, record))
+
     def _run_callbacks(self, fetcher: ShareFetcher) -> None:
         results = fetcher.results()
         callback = self._callback
         for result in results:
+            if self._renewing:
+                self._renewal_answered(result)
             if result.error is not None and not isinstance(result.error, RequestTimeoutError):
                 log.debug("share consumer of group %s: acknowledgements of %s-%d: %s",
                           self.config.group_id, result.partition.topic,
@@ -405,6 +455,11 @@ class ShareConsumer:
         if self.config.explicit and self._delivered:
             # Only what is still held and unacknowledged is released.
             fetcher.acknowledge_all(self._delivered, AcknowledgeType.RELEASE)
+        for partition, record in self._renewed:  # renewed, never handed back
+            fetcher.acknowledge_all({partition: [range(record.offset, record.offset + 1)]},
+                                    AcknowledgeType.RELEASE)
+        self._renewing.clear()
+        self._renewed = []
         self._settle_last_poll(commit=True)
         self._delivered = {}
         fetcher.release_buffered()

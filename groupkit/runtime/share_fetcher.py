@@ -6,11 +6,12 @@ when the application wants records and has none buffered (carrying the acknowled
 earlier records as it goes, Java's piggy-backing), a ShareAcknowledge when a commit wants
 acknowledgements sent now, and on close a final ShareAcknowledge (epoch -1) that closes the
 session. In the record_limit mode the ShareFetch goes to one leader at a time, the others
-getting their acknowledgements on a ShareAcknowledge. An answer is handled on the connection's
-reader thread as it arrives, as Java's network thread handles its responses: records are
-decoded (``share_records``) and recorded in the ledger (acquired offsets, delivery counts, lock
-deadlines), acknowledgement results are queued for the application's callback and for the
-commits waiting on them, and the fetcher thread is woken only when the answer leaves it
+getting their acknowledgements on a ShareAcknowledge; so do RENEWs (KIP-1222), which acquire
+nothing new, and which a leader below ShareAcknowledge v2 cannot take. An answer is handled on
+the connection's reader thread as it arrives, as Java's network thread handles its responses:
+records are decoded (``share_records``) and recorded in the ledger (acquired offsets, delivery
+counts, lock deadlines), acknowledgement results are queued for the application's callback and
+for the commits waiting on them, and the fetcher thread is woken only when the answer leaves it
 something to send. A failed request goes to the fetcher thread. The fetcher thread's rounds and
 the answers take turns under one lock (``_round``). The application's side only touches the
 buffer, the ledger and the queues, under another (``_lock``); it never sends, so nothing it
@@ -28,7 +29,7 @@ import enum
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from concurrent.futures import Future
 from functools import partial
 from typing import Any
@@ -54,6 +55,7 @@ from groupkit.hooks import (
 )
 from groupkit.protocol.messages.share_fetch import (
     ACQUIRE_RECORD_LIMIT,
+    ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareFetchResponse,
 )
@@ -251,9 +253,25 @@ class ShareFetcher:
         self._bell.ring()
         return out
 
-    def acknowledge(self, partition: SharePartition, offset: int, ack_type: int) -> None:
+    def acknowledge(self, partition: SharePartition, offset: int, ack_type: int,
+                    delivery_count: int | None = None) -> None:
         with self._lock:
-            self.ledger.acknowledge(partition, offset, ack_type)
+            self.ledger.acknowledge(partition, offset, ack_type, delivery_count)
+
+    def check_renewal(self, partition: SharePartition) -> None:
+        """Raise FeatureUnsupportedError when the leader of ``partition`` is known to speak
+        ShareAcknowledge below v2, which cannot carry a RENEW (KIP-1222, Kafka 4.2)."""
+        node = self._leader(partition)
+        if node < 0:
+            return  # not known yet: the send says so if it is too old
+        conn = self.cluster.connection(node, SHARE)
+        version = conn.versions.get(ShareAcknowledgeRequest.API_KEY)
+        if version is not None and version < 2:
+            raise _renew_unsupported(conn.address, node, version)
+
+    def wake(self) -> None:
+        """Have the fetcher thread look now (acknowledgements wait to be sent)."""
+        self._bell.ring()
 
     def acknowledge_all(self, delivered: dict[SharePartition, list[range]],
                         ack_type: int) -> None:
@@ -264,11 +282,12 @@ class ShareFetcher:
                 for offsets in runs:
                     self.ledger.acknowledge_all(partition, offsets, ack_type)
 
-    def unacknowledged(self, delivered: dict[SharePartition, list[range]]) -> int:
-        """How many of ``delivered`` are still acquired and unacknowledged."""
+    def unacknowledged(self, delivered: dict[SharePartition, list[range]],
+                       skip: Collection[tuple[SharePartition, int]] = ()) -> int:
+        """How many of ``delivered`` are still acquired and unacknowledged (but ``skip``)."""
         with self._lock:
             return sum(1 for p, runs in delivered.items() for offsets in runs for o in offsets
-                       if self.ledger.is_held(p, o))
+                       if self.ledger.is_held(p, o) and (p, o) not in skip)
 
     def commit(self) -> CommitTicket:
         """Send every acknowledgement not yet sent, now; the ticket completes when each leader
@@ -501,7 +520,11 @@ class ShareFetcher:
                 return None
             return self._flight(_Kind.ACK, node, sent.token, sent.acks, {}, now, tickets,
                                 request)
-        if partitions and self._polls > self._served and not self._buffered_from(partitions):
+        # A RENEW goes on a ShareAcknowledge of its own, as Java sends it on a ShareFetch that
+        # asks for no records: a renewal acquires nothing new.
+        renewing = bool(ack_parts) and not session.is_new and self.ledger.renews(ack_parts)
+        if partitions and self._polls > self._served and not renewing \
+                and not self._buffered_from(partitions):
             sent = self.ledger.take([] if session.is_new else ack_parts)
             return self._flight(_Kind.FETCH, node, sent.token, sent.acks,
                                 {(p.topic_id, p.partition): p for p in partitions}, now, [],
@@ -539,6 +562,12 @@ class ShareFetcher:
             version = conn.versions.get(request.API_KEY)
             if version is None or version < 1:
                 raise self._unsupported(conn.address, node, request, version)
+            if version < 2 and isinstance(request, ShareAcknowledgeRequest) \
+                    and request.is_renew_ack:
+                # Nothing is sent, so the session is as it was; the acknowledgements fail
+                # (as Java fails every one of such a request), the consumer goes on.
+                self._refused(flight, _renew_unsupported(conn.address, node, version))
+                return
             if (version < 2 and isinstance(request, ShareFetchRequest)
                     and request.share_acquire_mode == ACQUIRE_RECORD_LIMIT
                     and node not in self._soft_limit_logged):
@@ -555,6 +584,16 @@ class ShareFetcher:
             future = Future()
             future.set_exception(exc)
         future.add_done_callback(partial(self._answered, flight))
+
+    def _refused(self, flight: _InFlight, error: GroupkitError) -> None:
+        """A request that cannot be sent to its broker, whose acknowledgements fail with
+        ``error`` (on the fetcher thread, in its round)."""
+        self._in_flight.pop(flight.node, None)
+        if flight.kind is _Kind.CLOSE:
+            self._sessions.pop(flight.node, None)  # the broker times the session out
+        log.warning("share consumer of group %s: %s", self.group_id, error)
+        self._acks_answered(flight.node, flight.acks, error, flight.tickets, self.clock(),
+                            token=flight.token, sent_at=flight.sent_at)
 
     def _unsupported(self, address: str, node: int, request: Request,
                      version: int | None) -> UnsupportedVersionError:
@@ -712,7 +751,8 @@ class ShareFetcher:
         results = [AckResult(p, a, error or (errors or {}).get(p)) for p, a in acks.items()]
         with self._lock:
             if token is not None:
-                self.ledger.answered(token)
+                self.ledger.answered(token, now + self._lock_s,
+                                     [r.partition for r in results if r.error is not None])
             self._results.extend(results)
         for ticket in tickets:
             ticket._answered(node, results)
@@ -740,6 +780,14 @@ class ShareFetcher:
                      " them again", self.group_id, len(offsets), p.topic, p.partition)
             emit(self.hooks, ShareLocksExpired(self.group_id, p.topic, p.partition,
                                                len(offsets)))
+
+
+def _renew_unsupported(address: str, node: int, version: int) -> FeatureUnsupportedError:
+    return FeatureUnsupportedError(
+        f"the broker {address} (node {node}) speaks ShareAcknowledge v{version}, and a RENEW"
+        " acknowledgement needs v2 (Apache Kafka 4.2+); acknowledge the record in time"
+        " instead (ACCEPT, RELEASE or REJECT), or upgrade the broker",
+        feature="RENEW acknowledgements (KIP-1222)", release="4.2")
 
 
 def _batches(acks: dict[SharePartition, OffsetRuns]) -> dict[SharePartition, list[Any]]:

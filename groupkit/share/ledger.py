@@ -8,6 +8,8 @@ the offsets it covers. An offset moves one way only::
 
     acquired ──acknowledge──> acknowledged ──take──> sent ──answered──> (gone)
 
+except a RENEW (KIP-1222), which ``answered`` makes acquired again, under the lock the answer
+names, when the broker renewed it (Java's ShareInFlightBatch: renewing, then renewed).
 An acquired offset with no data record in the answer (a control record, a compacted one) is
 acknowledged as a gap at once, as Java's ShareCompletedFetch does. The runtime guards a ledger
 with its lock; nothing here reads a clock (``now`` comes in).
@@ -25,7 +27,7 @@ from typing import Any
 import attrs
 
 from groupkit.errors import IllegalStateError
-from groupkit.protocol.messages.share_fetch import AcquiredRecords
+from groupkit.protocol.messages.share_fetch import ACK_RENEW, AcquiredRecords
 from groupkit.share.acknowledge import GAP
 from groupkit.share.offsets import OffsetRuns
 from groupkit.share.session import SharePartition
@@ -52,6 +54,9 @@ class _Partition:
     sent: list[OffsetRuns] = attrs.field(factory=list)
     #: Offsets whose lock was seen to run out while unacknowledged (counted once each).
     expired: set[int] = attrs.field(factory=set)
+    #: offset -> delivery count: acknowledged RENEW, not answered yet (acquired again when
+    #: the broker renews the lock).
+    renewing: dict[int, int] = attrs.field(factory=dict)
 
     def lookup(self, offset: int) -> tuple[int, float] | None:
         """The delivery count and deadline of an acquired, unacknowledged offset."""
@@ -258,9 +263,14 @@ class ShareLedger:
             heapq.heappush(self._locks, [deadline, next(self._seq), partition, order, 0])
         return Acquired(deliver, gaps, duplicates)
 
-    def acknowledge(self, partition: SharePartition, offset: int, ack_type: int) -> None:
+    def acknowledge(self, partition: SharePartition, offset: int, ack_type: int,
+                    delivery_count: int | None = None) -> None:
         """The application acknowledged one record; IllegalStateError when this member does not
-        hold it (never delivered, or its acknowledgement already sent)."""
+        hold it (never delivered, or its acknowledgement already sent). A RENEW needs the
+        record's ``delivery_count``: the offset is acquired again with it once renewed."""
+        kind = int(ack_type)
+        if kind == ACK_RENEW and delivery_count is None:
+            raise IllegalStateError("a RENEW acknowledgement needs the record's delivery count")
         part = self._parts.get(partition)
         if part is not None and part.runs and offset not in part.acquired:
             # Explicit acknowledgements come record by record: the run goes to single
@@ -273,7 +283,11 @@ class ShareLedger:
                 f"record {partition.topic}-{partition.partition}@{offset} cannot be"
                 " acknowledged: it was not delivered to this consumer, or its acknowledgement"
                 " was already sent (commit_sync, commit_async or the next poll)")
-        part.acknowledged[offset] = int(ack_type)
+        part.acknowledged[offset] = kind
+        if kind == ACK_RENEW and delivery_count is not None:  # (never None here: above)
+            part.renewing[offset] = delivery_count
+        elif part.renewing:
+            part.renewing.pop(offset, None)  # acknowledged again before it was sent
 
     def acknowledge_all(self, partition: SharePartition, offsets: Iterable[int],
                         ack_type: int) -> int:
@@ -316,6 +330,11 @@ class ShareLedger:
         keys = self._parts.keys() if partitions is None else partitions
         return any((p := self._parts.get(k)) is not None and p.pending() for k in keys)
 
+    def renews(self, partitions: Iterable[SharePartition]) -> bool:
+        """Whether RENEW acknowledgements wait to be sent for any of ``partitions``."""
+        return any((p := self._parts.get(k)) is not None and p.renewing
+                   and not p.renewing.keys().isdisjoint(p.acknowledged) for k in partitions)
+
     def pending_partitions(self) -> list[SharePartition]:
         """The partitions with acknowledgements waiting to be sent."""
         return [k for k, p in self._parts.items() if p.pending()]
@@ -337,17 +356,34 @@ class ShareLedger:
             self._sent[token] = taken
         return Sent(token, taken)
 
-    def answered(self, token: int) -> dict[SharePartition, OffsetRuns]:
+    def answered(self, token: int, lock_until: float | None = None,
+                 refused: Iterable[SharePartition] = ()) -> dict[SharePartition, OffsetRuns]:
         """The request carrying ``token`` got its answer (or failed): its acknowledgements, by
-        partition, leave the ledger; the caller reports each partition's result."""
+        partition, leave the ledger; the caller reports each partition's result. Its RENEWs
+        are acquired again, locked until ``lock_until``, except those of the partitions
+        ``refused`` (answered with an error), or all when ``lock_until`` is None (no answer)."""
         taken = self._sent.pop(token, {})
+        refused = set(refused)
         for key, acks in taken.items():
             part = self._parts.get(key)
             if part is not None:
                 part.sent = [a for a in part.sent if a is not acks]
                 if part.expired:  # rarely: a pass over every offset otherwise
                     part.expired.difference_update(acks)
+                if part.renewing:
+                    renewed = {o: part.renewing.pop(o) for o in list(part.renewing)
+                               if acks.get(o) == ACK_RENEW}
+                    if renewed and lock_until is not None and key not in refused:
+                        self._renew(key, part, renewed, lock_until)
         return taken
+
+    def _renew(self, partition: SharePartition, part: _Partition, renewed: dict[int, int],
+               lock_until: float) -> None:
+        """The broker renewed these offsets' locks (offset -> delivery count): they are this
+        member's again until ``lock_until``, to be acknowledged once more."""
+        part.acquired.update({o: (count, lock_until) for o, count in renewed.items()})
+        order = sorted(renewed)
+        heapq.heappush(self._locks, [lock_until, next(self._seq), partition, order, 0])
 
     def expire(self, now: float) -> dict[SharePartition, list[int]]:
         """Offsets whose acquisition lock ran out at ``now`` while unacknowledged, each

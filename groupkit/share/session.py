@@ -19,6 +19,7 @@ import attrs
 
 from groupkit.errors import ErrorCode, IllegalStateError
 from groupkit.protocol.messages.share_fetch import (
+    ACK_RENEW,
     ACQUIRE_BATCH_OPTIMIZED,
     FINAL_SHARE_SESSION_EPOCH,
     INITIAL_SHARE_SESSION_EPOCH,
@@ -164,6 +165,8 @@ class ShareSession:
                     partition_index=p.partition, acknowledgement_batches=batches))
         return ShareAcknowledgeRequest(
             group_id=self.group_id, member_id=self.member_id, share_session_epoch=self.epoch,
+            is_renew_ack=any(ACK_RENEW in b.acknowledge_types
+                             for batches in acks.values() for b in batches),
             topics=[ShareAcknowledgeRequestTopic(topic_id=t, partitions=ps)
                     for t, ps in topics.items()])
 

@@ -21,7 +21,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from groupkit import AcknowledgeType, ShareConsumer
-from groupkit.errors import IllegalStateError, UnsupportedVersionError
+from groupkit.errors import FeatureUnsupportedError, IllegalStateError, UnsupportedVersionError
 from groupkit.hooks import HeartbeatSent, ShareRecordsAcquired
 from groupkit.metrics import PrometheusMetrics
 from tests.support.metrics_scrape import samples_of, value
@@ -402,3 +402,25 @@ def test_a_record_limit_member_gets_every_record_once_and_is_told_the_limit_is_s
     said = [r.getMessage() for r in caplog.records if "record_limit" in r.getMessage()]
     assert said and len(set(said)) == len(said), said
     assert all("speaks v1" in line and "max_poll_records (50)" in line for line in said)
+
+
+def test_a_renewal_is_refused_at_once_by_a_leader_older_than_kafka_4_2(
+        mock: MockCluster) -> None:
+    # The mock speaks ShareAcknowledge v1 (Kafka 4.1): RENEW (KIP-1222) needs v2. The refusal
+    # names the leader and leaves the record this member's, to acknowledge another way;
+    # tests/integration/test_share_renewals.py has renewals against a broker that takes them.
+    topic, group = _topic(mock)
+    gk = _groupkit(mock, group, "gk-renew", share_acknowledgement_mode="explicit")
+    _joined([gk], topic)
+    mock.produce(topic, [b"slow-job"])
+    records: list[Any] = []
+    spin([lambda: records.extend(gk.poll())], lambda: bool(records), 20, "the record")
+    [record] = records
+    with pytest.raises(FeatureUnsupportedError,
+                       match=r"the broker 127\.0\.0\.1:\d+ \(node \d\) speaks ShareAcknowledge"
+                             r" v1, and a RENEW acknowledgement needs v2"):
+        gk.consumer.acknowledge(record, AcknowledgeType.RENEW)
+    gk.consumer.acknowledge(record, AcknowledgeType.ACCEPT)
+    [(tp, error)] = gk.consumer.commit_sync(10).items()
+    assert (tp.partition, error) == (record.partition, None)
+    gk.consumer.close()

@@ -12,12 +12,17 @@ from concurrent.futures import Future
 from typing import Any
 
 import attrs
+import pytest
 
 from groupkit.config import ClientConfig
-from groupkit.errors import IllegalStateError, KafkaConnectionError
+from groupkit.errors import FeatureUnsupportedError, IllegalStateError, KafkaConnectionError
 from groupkit.protocol.messages.share_fetch import (
     ACQUIRE_RECORD_LIMIT,
     AcquiredRecords,
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareAcknowledgeResponsePartition,
+    ShareAcknowledgeResponseTopic,
     ShareFetchResponse,
     ShareFetchResponsePartition,
     ShareFetchResponseTopic,
@@ -276,3 +281,74 @@ def test_in_record_limit_mode_one_leader_is_fetched_from_at_a_time_in_turn() -> 
     fetcher._respond(fetcher._in_flight[3], _empty_answer(2), 0.5)
     # Node 1's turn again, but its acknowledgements are still out: node 2 goes before it.
     assert _round(fetcher, 0.5) == [(_Kind.FETCH, 2)]
+
+
+# --- renewals (KIP-1222) -----------------------------------------------------------------------
+
+
+def _renewing_fetcher(cluster: Cluster | None = None) -> ShareFetcher:
+    """A fetcher of partition 0 (leader node 1, session open) holding offsets 0-4, offset 0
+    acknowledged RENEW, and an application that came up empty since (a fetch is due)."""
+    cluster = cluster or Cluster(ClientConfig(bootstrap_servers="127.0.0.1:9092"))
+    cluster.metadata = _metadata(1)
+    fetcher = ShareFetcher(cluster, "g", "m", FetchSettings())
+    fetcher.assign(frozenset({P0}))
+    fetcher._sessions[1] = ShareSession("g", "m", 1, epoch=3)
+    _fetch_answered(fetcher, 0, 5)
+    fetcher.take(10, {})
+    fetcher.acknowledge(P0, 0, AcknowledgeType.RENEW, 1)
+    fetcher._polls = fetcher._served + 1
+    return fetcher
+
+
+def test_a_renewal_goes_on_a_share_acknowledge_of_its_own_even_with_a_fetch_due() -> None:
+    fetcher = _renewing_fetcher()
+    plan = fetcher._plan(1, [P0], [P0], 0.0, [])
+    assert plan is not None
+    flight, request = plan
+    assert flight.kind is _Kind.ACK and isinstance(request, ShareAcknowledgeRequest)
+    assert request.is_renew_ack
+    fetcher._in_flight[1] = flight
+    fetcher._respond(flight, ShareAcknowledgeResponse(
+        throttle_time_ms=0, error_code=0, acquisition_lock_timeout_ms=45_000,
+        responses=[ShareAcknowledgeResponseTopic(topic_id=TOPIC_ID, partitions=[
+            ShareAcknowledgeResponsePartition(partition_index=0, error_code=0)])],
+        node_endpoints=[]), 10.0)
+    assert fetcher.ledger.is_held(P0, 0)  # this member's again, until 10 + 45 s
+    assert fetcher.ledger.expire(54.9) == {P0: [1, 2, 3, 4]}  # the first answer's 30 s
+    assert fetcher.ledger.expire(55.0) == {P0: [0]}
+    plan = fetcher._plan(1, [P0], [], 10.0, [])  # the fetch that was due goes next
+    assert plan is not None and plan[0].kind is _Kind.FETCH
+
+
+@attrs.define
+class _OldLeader:
+    """A connection to a broker speaking ShareAcknowledge v1 (Kafka 4.1, the mock)."""
+
+    address: str = "127.0.0.1:9"
+    connected: bool = True
+    versions: dict[int, int] = attrs.field(factory=lambda: {78: 1, 79: 1})
+
+    def send(self, request: Request, version: int) -> Future[Any]:
+        raise AssertionError("nothing is sent")
+
+
+class _OldCluster(Cluster):
+    def connection(self, node_id: int, purpose: str = "") -> Any:
+        return _OldLeader()
+
+
+def test_a_renewal_for_a_leader_speaking_v1_is_refused_before_anything_is_sent() -> None:
+    fetcher = _renewing_fetcher(_OldCluster(ClientConfig(bootstrap_servers="127.0.0.1:9092")))
+    with pytest.raises(FeatureUnsupportedError, match=r"127\.0\.0\.1:9 \(node 1\).*v2"):
+        fetcher.check_renewal(P0)
+    plan = fetcher._plan(1, [P0], [P0], 0.0, [])
+    assert plan is not None
+    fetcher._in_flight[1] = plan[0]
+    epoch = fetcher._sessions[1].epoch
+    fetcher._send(*plan)
+    [result] = fetcher.results()
+    assert isinstance(result.error, FeatureUnsupportedError) and result.acks == {0: 4}
+    assert fetcher._in_flight == {} and fetcher._sessions[1].epoch == epoch
+    assert fetcher.error is None  # the consumer goes on
+    assert not fetcher.ledger.is_held(P0, 0)

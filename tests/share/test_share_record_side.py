@@ -13,6 +13,7 @@ from groupkit.protocol.messages.share_fetch import (
     ACK_GAP,
     ACK_REJECT,
     ACK_RELEASE,
+    ACK_RENEW,
     AcknowledgementBatch,
     AcquiredRecords,
 )
@@ -160,6 +161,16 @@ def test_closing_sends_epoch_minus_one_with_the_last_acknowledgements() -> None:
         s.fetch([P0], {}, FetchSettings())
 
 
+def test_a_share_acknowledge_carrying_a_renew_says_so() -> None:
+    s = _session()
+    s.fetch([P0], {}, FetchSettings())
+    s.answered(0)
+    plain = s.acknowledge({P0: [_batch(3, 4, ACK_ACCEPT)]})
+    renewing = s.acknowledge({P0: [_batch(3, 4, ACK_ACCEPT, ACK_RENEW)]})
+    assert plain is not None and not plain.is_renew_ack
+    assert renewing is not None and renewing.is_renew_ack
+
+
 def test_epochs_wrap_to_one_and_the_final_epoch_stays() -> None:
     assert next_epoch(0) == 1 and next_epoch(0x7FFFFFFF) == 1 and next_epoch(-1) == -1
 
@@ -193,6 +204,49 @@ def test_acknowledge_then_take_then_answer() -> None:
     assert ledger.answered(sent.token) == {P0: {0: ACK_ACCEPT, 1: ACK_REJECT}}
     assert ledger.answered(sent.token) == {}
     assert ledger.counts() == {"acquired": 1, "acknowledged": 0, "sent": 0}
+
+
+def test_a_renewed_offset_is_held_again_under_the_lock_the_answer_names() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 2, 3)), present={0, 1, 2}, now=0, lock_s=30)
+    ledger.acknowledge(P0, 0, AcknowledgeType.RENEW, delivery_count=3)
+    ledger.acknowledge(P0, 1, AcknowledgeType.ACCEPT)
+    assert ledger.renews([P0]) and not ledger.renews([P1])
+    sent = ledger.take()
+    assert sent.acks == {P0: {0: ACK_RENEW, 1: ACK_ACCEPT}} and not ledger.renews([P0])
+    assert ledger.held() == {P0: [2]}
+    ledger.answered(sent.token, lock_until=100)
+    assert ledger.held() == {P0: [0, 2]}
+    assert ledger.expire(30) == {P0: [2]} and ledger.next_expiry() == 100
+    assert ledger.expire(100) == {P0: [0]}
+    # Held again, it is acknowledged like any record, with its delivery count kept.
+    ledger.acknowledge(P0, 0, AcknowledgeType.RELEASE)
+    assert ledger.take().acks == {P0: {0: ACK_RELEASE}}
+
+
+def test_a_renewal_refused_or_unanswered_leaves_nothing_held() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 0, 1)), present={0}, now=0, lock_s=30)
+    ledger.acquire(P1, _ranges((5, 5, 1)), present={5}, now=0, lock_s=30)
+    ledger.acknowledge(P0, 0, AcknowledgeType.RENEW, delivery_count=1)
+    ledger.acknowledge(P1, 5, AcknowledgeType.RENEW, delivery_count=1)
+    ledger.answered(ledger.take().token, lock_until=100, refused=[P1])
+    assert ledger.held() == {P0: [0]}
+    ledger.acknowledge(P0, 0, AcknowledgeType.RENEW, delivery_count=1)
+    ledger.answered(ledger.take().token)  # the request failed: no answer, no renewal
+    assert ledger.held() == {}
+
+
+def test_a_renew_changed_before_it_was_sent_is_an_ordinary_acknowledgement() -> None:
+    ledger = ShareLedger()
+    ledger.acquire(P0, _ranges((0, 0, 1)), present={0}, now=0, lock_s=30)
+    with pytest.raises(IllegalStateError, match="delivery count"):
+        ledger.acknowledge(P0, 0, AcknowledgeType.RENEW)
+    ledger.acknowledge(P0, 0, AcknowledgeType.RENEW, delivery_count=1)
+    ledger.acknowledge(P0, 0, AcknowledgeType.ACCEPT)
+    assert not ledger.renews([P0])
+    ledger.answered(ledger.take().token, lock_until=100)
+    assert ledger.held() == {}
 
 
 def test_a_record_never_delivered_cannot_be_acknowledged() -> None:
