@@ -502,27 +502,27 @@ class ShareFetcher:
             return self._flight(_Kind.CLOSE, node, sent.token, sent.acks, {}, now,
                                 self._waiting.pop(node, []), request)
         if tickets:
-            sent = self.ledger.take(ack_parts)
             del self._waiting[node]
+            if session.is_new:
+                self._lost(node, ack_parts, failed, tickets)
+                return None
+            sent = self.ledger.take(ack_parts)
             if not sent.acks:
                 for ticket in tickets:
                     ticket._answered(node, [])
                 return None
             request = session.acknowledge(_batches(sent.acks))
-            if request is None:
-                # Only a ShareFetch opens a session, and the one these records came from is
-                # gone: the broker released them when it lost it.
-                failed.append((node, sent.acks, ShareSessionNotFoundError(
-                    f"no share session is open with broker node {node} (the one these records"
-                    " came from was lost, and the broker released them: they are delivered"
-                    " again)"), tickets))
-                self.ledger.answered(sent.token)
-                return None
+            assert request is not None
             return self._flight(_Kind.ACK, node, sent.token, sent.acks, {}, now, tickets,
                                 request)
+        if session.is_new and ack_parts and self.ledger.renews(ack_parts):
+            # Renewals cannot wait for a fetch to open a session: the application asks for
+            # nothing else until they are answered.
+            self._lost(node, ack_parts, failed, [])
+            ack_parts = []
         # A RENEW goes on a ShareAcknowledge of its own, as Java sends it on a ShareFetch that
         # asks for no records: a renewal acquires nothing new.
-        renewing = bool(ack_parts) and not session.is_new and self.ledger.renews(ack_parts)
+        renewing = bool(ack_parts) and self.ledger.renews(ack_parts)
         if partitions and self._polls > self._served and not renewing \
                 and not self._buffered_from(partitions):
             sent = self.ledger.take([] if session.is_new else ack_parts)
@@ -537,6 +537,18 @@ class ShareFetcher:
             assert request is not None
             return self._flight(_Kind.ACK, node, sent.token, sent.acks, {}, now, [], request)
         return None
+
+    def _lost(self, node: int, ack_parts: list[SharePartition], failed: list[Any],
+              tickets: list[CommitTicket]) -> None:
+        """Fail the acknowledgements waiting for ``node``, whose share session is lost (under
+        the lock): only a ShareFetch opens a session, and the one their records came from is
+        gone, the broker having released them when it lost it."""
+        sent = self.ledger.take(ack_parts)
+        failed.append((node, sent.acks, ShareSessionNotFoundError(
+            f"no share session is open with broker node {node} (the one these records came"
+            " from was lost, and the broker released them: they are delivered again)"),
+            tickets))
+        self.ledger.answered(sent.token)
 
     def _buffered_from(self, partitions: list[SharePartition]) -> bool:
         """Whether records of any of ``partitions`` wait in the buffer."""

@@ -15,7 +15,12 @@ import attrs
 import pytest
 
 from groupkit.config import ClientConfig
-from groupkit.errors import FeatureUnsupportedError, IllegalStateError, KafkaConnectionError
+from groupkit.errors import (
+    FeatureUnsupportedError,
+    IllegalStateError,
+    KafkaConnectionError,
+    ShareSessionNotFoundError,
+)
 from groupkit.protocol.messages.share_fetch import (
     ACQUIRE_RECORD_LIMIT,
     AcquiredRecords,
@@ -319,6 +324,32 @@ def test_a_renewal_goes_on_a_share_acknowledge_of_its_own_even_with_a_fetch_due(
     assert fetcher.ledger.expire(55.0) == {P0: [0]}
     plan = fetcher._plan(1, [P0], [], 10.0, [])  # the fetch that was due goes next
     assert plan is not None and plan[0].kind is _Kind.FETCH
+
+
+def test_renewals_for_a_lost_session_fail_at_once_and_the_fetch_goes_on() -> None:
+    fetcher = _renewing_fetcher()
+    fetcher._sessions[1].failed()  # the connection dropped: the broker released the records
+    failed: list[Any] = []
+    plan = fetcher._plan(1, [P0], [P0], 0.0, failed)
+    assert plan is not None and plan[0].kind is _Kind.FETCH and plan[0].acks == {}
+    [(node, acks, error, tickets)] = failed
+    assert (node, acks, tickets) == (1, {P0: {0: 4}}, [])
+    assert isinstance(error, ShareSessionNotFoundError)
+    assert not fetcher.ledger.renews([P0]) and not fetcher.ledger.is_held(P0, 0)
+
+
+def test_a_commit_for_a_lost_session_is_answered_with_the_loss() -> None:
+    fetcher = _renewing_fetcher()
+    fetcher.acknowledge(P0, 1, AcknowledgeType.ACCEPT)
+    fetcher._sessions[1].failed()
+    ticket = fetcher.commit()
+    failed: list[Any] = []
+    assert fetcher._plan(1, [], [P0], 0.0, failed) is None
+    for node, acks, error, tickets in failed:
+        fetcher._acks_answered(node, acks, error, tickets, 0.0)
+    assert ticket.done.is_set()
+    [result] = ticket.results
+    assert result.acks == {0: 4, 1: 1} and isinstance(result.error, ShareSessionNotFoundError)
 
 
 @attrs.define
