@@ -249,6 +249,12 @@ class ShareConsumer:
             fetcher.acknowledge(partition, record.offset, kind)
             self._renewing.pop(key, None)  # a RENEW taken back before it was sent
 
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        """How long the broker locks a record it hands this member, in ms, as the last answer
+        that said it named it (renewals included); None before any did (Java's
+        acquisitionLockTimeoutMs(), an Optional there)."""
+        return None if self._fetcher is None else self._fetcher.lock_timeout_ms
+
     def commit_sync(self, timeout: float | None = None
                     ) -> dict[TopicPartition, GroupkitError | None]:
         """Send every acknowledgement not yet sent and wait (up to ``timeout`` seconds, by

@@ -196,6 +196,8 @@ class ShareFetcher:
     _inbox: collections.deque[Callable[[float], None]] = attrs.field(
         init=False, factory=collections.deque)
     _lock_s: float = attrs.field(init=False, default=DEFAULT_LOCK_S)
+    #: The acquisition lock the last answer that named one gave, in ms (None: none yet).
+    _lock_ms: int | None = attrs.field(init=False, default=None)
     _error: GroupkitError | None = attrs.field(init=False, default=None)
     _closing: bool = attrs.field(init=False, default=False)
     _closed: threading.Event = attrs.field(init=False, factory=threading.Event)
@@ -318,6 +320,12 @@ class ShareFetcher:
             out = list(self._results)
             self._results.clear()
         return out
+
+    @property
+    def lock_timeout_ms(self) -> int | None:
+        """The acquisition lock the brokers last named (ShareFetch v1+, ShareAcknowledge
+        v2+), in ms; None before any did."""
+        return self._lock_ms
 
     @property
     def error(self) -> GroupkitError | None:
@@ -703,9 +711,9 @@ class ShareFetcher:
             return
         self._failures.pop(node, None)
         self._retry_at.pop(node, None)
-        lock_s = response.acquisition_lock_timeout_ms / 1000
-        if lock_s > 0:
-            self._lock_s = lock_s
+        lock_ms = response.acquisition_lock_timeout_ms
+        if lock_ms > 0:
+            self._lock_s, self._lock_ms = lock_ms / 1000, lock_ms
         errors: dict[SharePartition, GroupkitError] = {}
         delivered = False
         for topic in response.responses:

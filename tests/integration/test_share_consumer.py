@@ -416,6 +416,7 @@ def test_a_renewal_is_refused_at_once_by_a_leader_older_than_kafka_4_2(
     records: list[Any] = []
     spin([lambda: records.extend(gk.poll())], lambda: bool(records), 20, "the record")
     [record] = records
+    assert gk.consumer.acquisition_lock_timeout_ms() == 30_000  # the mock's lock, as named
     with pytest.raises(FeatureUnsupportedError,
                        match=r"the broker 127\.0\.0\.1:\d+ \(node \d\) speaks ShareAcknowledge"
                              r" v1, and a RENEW acknowledgement needs v2"):

@@ -168,12 +168,14 @@ def test_a_renewed_record_comes_back_to_be_acknowledged_again(
     first = _first_poll(member)
     assert [(r.offset, r.value, r.delivery_count) for r in first] == \
         [(0, b"job-0", 1), (1, b"job-1", 1), (2, b"job-2", 1)]
+    assert member.acquisition_lock_timeout_ms() == 30_000  # as the ShareFetch answer said
     member.acknowledge(first[0], AcknowledgeType.RENEW)
     member.acknowledge(first[1])
     member.acknowledge(first[2])
     again = member.poll(10)
     # The same record, not a redelivery: its delivery count did not move.
     assert [(r.offset, r.value, r.delivery_count) for r in again] == [(0, b"job-0", 1)]
+    assert member.acquisition_lock_timeout_ms() == 45_000  # as the renewal's answer said
     # The renewal went alone on a ShareAcknowledge v2 flagged as renewing (Java sends it on a
     # ShareFetch that asks for no records), with the acceptances of the same poll.
     assert broker.acks == [(ApiKey.SHARE_ACKNOWLEDGE, 2, True,
