@@ -94,7 +94,7 @@ class ShareConsumer:
         #: Records acknowledged RENEW whose renewal the broker has not answered yet, and those
         #: it renewed, which the next poll hands back (Java's renewing and renewed records).
         self._renewing: dict[tuple[SharePartition, int], ShareConsumerRecord] = {}
-        self._renewed: list[tuple[SharePartition, ShareConsumerRecord]] = []
+        self._renewed: dict[tuple[SharePartition, int], ShareConsumerRecord] = {}
         self._reported: list[GroupkitError] = []
         self._fatal: GroupkitError | None = None
         self._woken = False
@@ -237,7 +237,7 @@ class ShareConsumer:
                     f"record {record.topic}-{record.partition}@{record.offset} was not"
                     " delivered to this share consumer")
             key = (partition, record.offset)
-            if any(p == partition and r.offset == record.offset for p, r in self._renewed):
+            if key in self._renewed:
                 raise IllegalStateError(
                     f"record {record.topic}-{record.partition}@{record.offset} was renewed and"
                     " is not handed back yet: acknowledge it once a poll returns it again")
@@ -410,8 +410,8 @@ class ShareConsumer:
             self._delivered = {}
         elif not commit:
             # Records renewed (or being renewed) since are acknowledged until handed back.
-            left = self._fetcher.unacknowledged(
-                self._delivered, {*self._renewing, *((p, r.offset) for p, r in self._renewed)})
+            left = self._fetcher.unacknowledged(self._delivered,
+                                                {*self._renewing, *self._renewed})
             if left:
                 raise IllegalStateError(
                     f"{left} record(s) of the last poll are not acknowledged: in explicit mode"
@@ -421,12 +421,9 @@ class ShareConsumer:
 
     def _hand_back(self) -> list[ShareConsumerRecord]:
         """The renewed records, as a poll's records (Java hands them back alone)."""
-        renewed, self._renewed = self._renewed, []
-        delivered: dict[SharePartition, list[range]] = {}
-        for partition, record in renewed:
-            delivered.setdefault(partition, []).append(range(record.offset, record.offset + 1))
-        self._delivered = delivered
-        records = [record for _, record in renewed]
+        renewed, self._renewed = self._renewed, {}
+        self._delivered = _runs(renewed)
+        records = list(renewed.values())
         if self.hooks:
             self._polled(records)
         return records
@@ -438,7 +435,7 @@ class ShareConsumer:
             if kind == AcknowledgeType.RENEW:
                 record = self._renewing.pop((result.partition, offset), None)
                 if record is not None and result.error is None:
-                    self._renewed.append((result.partition, record))
+                    self._renewed[(result.partition, offset)] = record
 
     def _run_callbacks(self, fetcher: ShareFetcher) -> None:
         results = fetcher.results()
@@ -461,11 +458,10 @@ class ShareConsumer:
         if self.config.explicit and self._delivered:
             # Only what is still held and unacknowledged is released.
             fetcher.acknowledge_all(self._delivered, AcknowledgeType.RELEASE)
-        for partition, record in self._renewed:  # renewed, never handed back
-            fetcher.acknowledge_all({partition: [range(record.offset, record.offset + 1)]},
-                                    AcknowledgeType.RELEASE)
+        # Renewed, never handed back: released.
+        fetcher.acknowledge_all(_runs(self._renewed), AcknowledgeType.RELEASE)
         self._renewing.clear()
-        self._renewed = []
+        self._renewed.clear()
         self._settle_last_poll(commit=True)
         self._delivered = {}
         fetcher.release_buffered()
@@ -483,6 +479,14 @@ class ShareConsumer:
         self._units = frozenset()
         self._named = frozenset()
         self._named_units = frozenset()
+
+
+def _runs(records: Iterable[tuple[SharePartition, int]]) -> dict[SharePartition, list[range]]:
+    """Records by (partition, offset) as a poll's delivered runs, one offset each."""
+    out: dict[SharePartition, list[range]] = {}
+    for partition, offset in records:
+        out.setdefault(partition, []).append(range(offset, offset + 1))
+    return out
 
 
 def _offsets(result: AckResult) -> dict[TopicPartition, set[int]]:

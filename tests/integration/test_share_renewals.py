@@ -23,13 +23,6 @@ import pytest
 from groupkit import AcknowledgeType, ShareConsumer, TopicPartition
 from groupkit.errors import ApiKey, ErrorCode, IllegalStateError, InvalidRecordStateError
 from groupkit.protocol.headers import RequestHeader
-from groupkit.protocol.messages.find_coordinator import FindCoordinatorResponse
-from groupkit.protocol.messages.metadata import (
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
 from groupkit.protocol.messages.share_fetch import (
     ACK_ACCEPT,
     ACK_RENEW,
@@ -47,14 +40,19 @@ from groupkit.protocol.messages.share_group import (
     ShareGroupHeartbeatTopicPartitions,
 )
 from groupkit.protocol.records import encode_batch
-from tests.support.fake_broker import FakeBroker, reply
+from tests.support.fake_broker import FakeCluster, reply
 from tests.support.waits import wait_for
 
 TOPIC, TOPIC_ID = "jobs", uuid.UUID(int=42)
 TP = TopicPartition(TOPIC, 0)
 
 
-class _Kafka42(FakeBroker):
+def _unscripted(header: RequestHeader, frame: bytes) -> bytes:
+    raise AssertionError(f"the share consumer sent API {header.api_key}, which a share member"
+                         " does not need")
+
+
+class _Kafka42(FakeCluster):
     """One node leading partition 0 of "jobs" and coordinating its share group."""
 
     def __init__(self) -> None:
@@ -63,27 +61,9 @@ class _Kafka42(FakeBroker):
         #: acknowledgements, in order.
         self.acks: list[tuple[int, int, bool, dict[int, int]]] = []
         self._served = False
-        super().__init__(script={
-            ApiKey.METADATA: self._metadata, ApiKey.FIND_COORDINATOR: self._coordinator,
+        super().__init__(_unscripted, {TOPIC: 1}, topic_ids={TOPIC: TOPIC_ID}, script={
             ApiKey.SHARE_GROUP_HEARTBEAT: self._heartbeat,
             ApiKey.SHARE_FETCH: self._fetch, ApiKey.SHARE_ACKNOWLEDGE: self._acknowledge})
-
-    def _metadata(self, sock: socket.socket, header: RequestHeader, request: Any) -> None:
-        reply(sock, header, MetadataResponse(
-            brokers=[MetadataResponseBroker(node_id=0, host="127.0.0.1", port=self.port)],
-            controller_id=0, topics=[MetadataResponseTopic(
-                error_code=0, name=TOPIC, topic_id=TOPIC_ID, partitions=[
-                    MetadataResponsePartition(error_code=0, partition_index=0, leader_id=0,
-                                              replica_nodes=[0], isr_nodes=[0])])]))
-
-    def _coordinator(self, sock: socket.socket, header: RequestHeader, request: Any) -> None:
-        from groupkit.protocol.messages.find_coordinator import (
-            FindCoordinatorResponseCoordinator,
-        )
-        reply(sock, header, FindCoordinatorResponse(coordinators=[
-            FindCoordinatorResponseCoordinator(key=k, node_id=0, host="127.0.0.1",
-                                               port=self.port, error_code=0)
-            for k in request.coordinator_keys]))
 
     def _heartbeat(self, sock: socket.socket, header: RequestHeader, request: Any) -> None:
         leaving = request.member_epoch < 0

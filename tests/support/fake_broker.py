@@ -16,6 +16,7 @@ import contextlib
 import socket
 import struct
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,6 +39,7 @@ from groupkit.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from groupkit.protocol.primitives import NULL_UUID
 from groupkit.protocol.schema import Request, Response
 from groupkit.protocol.versions import CLIENT_VERSIONS
 from tests.support.wire_bytes import arr, i16, i32, s
@@ -154,19 +156,25 @@ Answer = Callable[[RequestHeader, bytes], bytes]
 
 class FakeCluster(FakeBroker):
     """A one-node cluster: Metadata names this broker leader of every partition of ``topics``
-    and FindCoordinator names it coordinator; every other request frame goes to
-    ``answer(header, frame)``, whose response body bytes the test wrote out, so what the client
-    decodes are real bytes and not our own encoder's output. ``scripted`` holds those requests.
+    (with the ids ``topic_ids`` gives, for clients that go by topic id) and FindCoordinator
+    names it coordinator; a request ``script`` has a handler for goes to it, and every other
+    request frame to ``answer(header, frame)``, whose response body bytes the test wrote out, so
+    what the client decodes are real bytes and not our own encoder's output. ``scripted`` holds
+    the requests of both.
     """
 
     OWN = (ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.FIND_COORDINATOR)
 
     def __init__(self, answer: Answer, topics: Mapping[str, int],
-                 versions: Mapping[int, tuple[int, int]] | None = None) -> None:
+                 versions: Mapping[int, tuple[int, int]] | None = None, *,
+                 script: Mapping[int, Handler] | None = None,
+                 topic_ids: Mapping[str, uuid.UUID] | None = None) -> None:
         self.answer = answer
         self.topics = dict(topics)
+        self.topic_ids = dict(topic_ids or {})
         super().__init__(self._answer_scripted, versions=versions, script={
-            ApiKey.METADATA: self._metadata, ApiKey.FIND_COORDINATOR: self._find_coordinator})
+            ApiKey.METADATA: self._metadata, ApiKey.FIND_COORDINATOR: self._find_coordinator,
+            **(script or {})})
 
     @property
     def scripted(self) -> list[tuple[RequestHeader, bytes]]:
@@ -185,7 +193,8 @@ class FakeCluster(FakeBroker):
             brokers=[MetadataResponseBroker(node_id=0, host="127.0.0.1", port=self.port)],
             controller_id=0,
             topics=[MetadataResponseTopic(
-                error_code=0, name=name, partitions=[MetadataResponsePartition(
+                error_code=0, name=name, topic_id=self.topic_ids.get(name, NULL_UUID),
+                partitions=[MetadataResponsePartition(
                     error_code=0, partition_index=i, leader_id=0, replica_nodes=[0],
                     isr_nodes=[0]) for i in range(count)])
                 for name, count in self.topics.items() if asked is None or name in asked]
